@@ -1,0 +1,9 @@
+"""keras_relrec: relational and recurrent sequence layers for Keras 3.
+
+Importing the package registers every public layer with Keras' serializable
+registry, so `.keras` files that use them load with nothing more than
+`import keras_relrec`.
+"""
+
+from keras_relrec import layers
+from keras_relrec.version import __version__

@@ -1,0 +1,268 @@
+"""The machinery shared by the LSTM-family cells.
+
+`LSTMFamilyCell` holds what the peephole and the coupled input-forget-gate
+LSTM cells have in common: Keras' usual LSTM arguments, one fused kernel of
+gate blocks, optional peephole vectors and one step function. A subclass only
+says which gate blocks it has (`GATES`) and whether peepholes are on.
+"""
+
+import keras
+from keras import activations
+from keras import constraints
+from keras import initializers
+from keras import ops
+from keras import regularizers
+
+# Keras' RNN layer draws the dropout masks before its loop only for cells
+# that derive from this mixin; drawing them inside `call` breaks under JAX's
+# `lax.scan`. It is not exported under `keras.layers`, hence the private path.
+from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+
+from keras_relrec.utils import validation
+
+# Peephole vector names follow TF Addons' `PeepholeLSTMCell`, so that weights
+# saved from that cell load by name and by position.
+PEEPHOLE_NAMES = {
+    "i": "input_gate_peephole_weights",
+    "f": "forget_gate_peephole_weights",
+    "o": "output_gate_peephole_weights",
+}
+
+
+class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
+    """Base class of the LSTM-family cells; not a public layer.
+
+    Subclasses set `GATES`, the gate blocks of the fused kernel in order:
+    `("i", "f", "c", "o")` for a full LSTM, `("f", "c", "o")` for a coupled
+    one (the input gate is then `1 - f`). One step computes, with
+    `z = x W + h_{t-1} U + b` split into the blocks of `GATES`:
+
+    ```
+    f   = σ(z_f + p_f ⊙ c_{t-1})
+    i   = σ(z_i + p_i ⊙ c_{t-1})        or  1 − f  without an "i" block
+    c_t = f ⊙ c_{t-1} + i ⊙ g(z_c)
+    o   = σ(z_o + p_o ⊙ c_t)
+    h_t = o ⊙ g(c_t)
+    ```
+
+    where the peephole terms `p ⊙ c` are present only when `use_peepholes`
+    is true, σ is `recurrent_activation` and g is `activation`.
+
+    The state is `[h, c]`, both `(batch, units)`; `states[0]` is the output,
+    so masked steps carry the same output on every backend.
+    """
+
+    GATES = ("i", "f", "c", "o")
+
+    def __init__(
+        self,
+        units,
+        activation="tanh",
+        recurrent_activation="sigmoid",
+        use_bias=True,
+        use_peepholes=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        peephole_initializer="glorot_uniform",
+        unit_forget_bias=True,
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        peephole_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        peephole_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.units = validation.check_positive_int("units", units)
+        self.use_bias = validation.check_bool("use_bias", use_bias)
+        self.use_peepholes = validation.check_bool(
+            "use_peepholes", use_peepholes
+        )
+        self.unit_forget_bias = validation.check_bool(
+            "unit_forget_bias", unit_forget_bias
+        )
+        self.dropout = validation.check_rate("dropout", dropout)
+        self.recurrent_dropout = validation.check_rate(
+            "recurrent_dropout", recurrent_dropout
+        )
+        if seed is not None and not isinstance(seed, int):
+            raise ValueError(
+                f"Argument `seed` must be an int or None; received seed={seed!r}."
+            )
+        self.activation = activations.get(activation)
+        self.recurrent_activation = activations.get(recurrent_activation)
+
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.recurrent_initializer = initializers.get(recurrent_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.peephole_initializer = initializers.get(peephole_initializer)
+
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.peephole_regularizer = regularizers.get(peephole_regularizer)
+
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.recurrent_constraint = constraints.get(recurrent_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
+        self.peephole_constraint = constraints.get(peephole_constraint)
+
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed=seed)
+        self.state_size = [self.units, self.units]
+        self.output_size = self.units
+        self.input_spec = keras.layers.InputSpec(ndim=2)
+
+    def build(self, input_shape):
+        if len(input_shape) != 2 or input_shape[-1] is None:
+            raise ValueError(
+                f"{self.__class__.__name__} expects one step of shape "
+                f"(batch, features) with a known feature size, i.e. sequences "
+                f"of shape (batch, time, features); received a step of shape "
+                f"{tuple(input_shape)}."
+            )
+        input_dim = input_shape[-1]
+        self.input_spec = keras.layers.InputSpec(ndim=2, axes={-1: input_dim})
+        width = len(self.GATES) * self.units
+        self.kernel = self.add_weight(
+            shape=(input_dim, width),
+            name="kernel",
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+        self.recurrent_kernel = self.add_weight(
+            shape=(self.units, width),
+            name="recurrent_kernel",
+            initializer=self.recurrent_initializer,
+            regularizer=self.recurrent_regularizer,
+            constraint=self.recurrent_constraint,
+        )
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                shape=(width,),
+                name="bias",
+                initializer=self._bias_initializer,
+                regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
+            )
+        for gate in self._peephole_gates():
+            setattr(
+                self,
+                PEEPHOLE_NAMES[gate],
+                self.add_weight(
+                    shape=(self.units,),
+                    name=PEEPHOLE_NAMES[gate],
+                    initializer=self.peephole_initializer,
+                    regularizer=self.peephole_regularizer,
+                    constraint=self.peephole_constraint,
+                ),
+            )
+
+    def _bias_initializer(self, shape, dtype=None):
+        if not self.unit_forget_bias:
+            return self.bias_initializer(shape, dtype=dtype)
+        # The forget block starts at one (Jozefowicz et al. 2015), the others
+        # from `bias_initializer`.
+        blocks = [
+            initializers.Ones()((self.units,), dtype=dtype)
+            if gate == "f"
+            else self.bias_initializer((self.units,), dtype=dtype)
+            for gate in self.GATES
+        ]
+        return ops.concatenate(blocks)
+
+    def _peephole_gates(self):
+        if not self.use_peepholes:
+            return ()
+        return tuple(gate for gate in ("i", "f", "o") if gate in self.GATES)
+
+    def _peephole(self, gate, cell_state):
+        if gate in self._peephole_gates():
+            return getattr(self, PEEPHOLE_NAMES[gate]) * cell_state
+        return 0.0
+
+    def call(self, inputs, states, training=False):
+        h_tm1, c_tm1 = states[0], states[1]
+        if training and self.dropout > 0.0:
+            inputs = inputs * self.get_dropout_mask(inputs)
+        if training and self.recurrent_dropout > 0.0:
+            h_tm1 = h_tm1 * self.get_recurrent_dropout_mask(h_tm1)
+
+        z = ops.matmul(inputs, self.kernel)
+        z = z + ops.matmul(h_tm1, self.recurrent_kernel)
+        if self.use_bias:
+            z = z + self.bias
+        z = dict(zip(self.GATES, ops.split(z, len(self.GATES), axis=-1)))
+
+        f = self.recurrent_activation(z["f"] + self._peephole("f", c_tm1))
+        if "i" in z:
+            i = self.recurrent_activation(z["i"] + self._peephole("i", c_tm1))
+        else:
+            i = 1.0 - f
+        c = f * c_tm1 + i * self.activation(z["c"])
+        o = self.recurrent_activation(z["o"] + self._peephole("o", c))
+        h = o * self.activation(c)
+        return h, [h, c]
+
+    def get_initial_state(self, batch_size=None):
+        return [
+            ops.zeros((batch_size, self.units), dtype=self.compute_dtype)
+            for _ in self.state_size
+        ]
+
+    def compute_output_shape(self, inputs_shape, states_shape=None):
+        state_shape = (inputs_shape[0], self.units)
+        return state_shape, [state_shape, state_shape]
+
+    def get_config(self):
+        config = {
+            "units": self.units,
+            "activation": activations.serialize(self.activation),
+            "recurrent_activation": activations.serialize(
+                self.recurrent_activation
+            ),
+            "use_bias": self.use_bias,
+            "use_peepholes": self.use_peepholes,
+            "kernel_initializer": initializers.serialize(
+                self.kernel_initializer
+            ),
+            "recurrent_initializer": initializers.serialize(
+                self.recurrent_initializer
+            ),
+            "bias_initializer": initializers.serialize(self.bias_initializer),
+            "peephole_initializer": initializers.serialize(
+                self.peephole_initializer
+            ),
+            "unit_forget_bias": self.unit_forget_bias,
+            "kernel_regularizer": regularizers.serialize(
+                self.kernel_regularizer
+            ),
+            "recurrent_regularizer": regularizers.serialize(
+                self.recurrent_regularizer
+            ),
+            "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+            "peephole_regularizer": regularizers.serialize(
+                self.peephole_regularizer
+            ),
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "recurrent_constraint": constraints.serialize(
+                self.recurrent_constraint
+            ),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
+            "peephole_constraint": constraints.serialize(
+                self.peephole_constraint
+            ),
+            "dropout": self.dropout,
+            "recurrent_dropout": self.recurrent_dropout,
+            "seed": self.seed,
+        }
+        return {**super().get_config(), **config}

@@ -1,0 +1,32 @@
+"""Argument checks shared by the layers: each raises `ValueError` naming the
+argument, the value received and what was expected."""
+
+
+def check_positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(
+            f"Argument `{name}` must be a positive integer; received "
+            f"{name}={value!r}."
+        )
+    return value
+
+
+def check_rate(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(
+            f"Argument `{name}` must be a float in [0, 1); received "
+            f"{name}={value!r}."
+        )
+    if not 0.0 <= value < 1.0:
+        raise ValueError(
+            f"Argument `{name}` must be in [0, 1); received {name}={value!r}."
+        )
+    return float(value)
+
+
+def check_bool(name, value):
+    if not isinstance(value, bool):
+        raise ValueError(
+            f"Argument `{name}` must be a bool; received {name}={value!r}."
+        )
+    return value

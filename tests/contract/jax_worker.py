@@ -1,0 +1,57 @@
+"""Runs the contract suite's models on the JAX backend, in its own process.
+
+Usage: KERAS_BACKEND=jax python jax_worker.py DIR
+
+For every `<id>.npz` case in DIR written by the TensorFlow side, loads the
+`.keras` files named there with nothing but `import keras_relrec`, and writes
+`<id>.jax.npz` with the JAX outputs, the weights after one SGD step and the
+results of the dropout and masking runs.
+"""
+
+import pathlib
+import sys
+
+import keras
+import numpy as np
+
+import keras_relrec  # noqa: F401  (registers the layers)
+
+assert keras.backend.backend() == "jax", keras.backend.backend()
+
+
+def fit_one_step(model, x, y):
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    model.train_on_batch(x, y)
+    return model.get_weights()
+
+
+def main(folder):
+    folder = pathlib.Path(folder)
+    for case in sorted(folder.glob("*.tf.npz")):
+        name = case.name[: -len(".tf.npz")]
+        data = dict(np.load(case))
+        out = {}
+        model = keras.saving.load_model(folder / f"{name}.keras", safe_mode=True)
+        out["outputs"] = np.asarray(model.predict_on_batch(data["x"]))
+        weights = fit_one_step(model, data["x"], data["y"])
+        for i, w in enumerate(weights):
+            out[f"fit_weight_{i}"] = np.asarray(w)
+
+        masked_path = folder / f"{name}.masked.keras"
+        if masked_path.exists():
+            masked = keras.saving.load_model(masked_path, safe_mode=True)
+            out["masked_outputs"] = np.asarray(masked.predict_on_batch(data["x_masked"]))
+
+        dropout_path = folder / f"{name}.dropout.keras"
+        if dropout_path.exists():
+            # Masks drawn inside `lax.scan` would fail here; a training step
+            # and a training-mode call must run and draw real masks.
+            dropout = keras.saving.load_model(dropout_path, safe_mode=True)
+            fit_one_step(dropout, data["x"], data["y"])
+            out["dropout_train"] = np.asarray(dropout(data["x"], training=True))
+            out["dropout_infer"] = np.asarray(dropout(data["x"], training=False))
+        np.savez(folder / f"{name}.jax.npz", **out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

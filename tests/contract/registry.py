@@ -1,0 +1,110 @@
+"""The contract registry: one entry per public layer or cell.
+
+Every entry is held to every check in `test_contract.py`. A new public layer
+joins by adding one `Entry` here; `test_every_public_layer_has_an_entry`
+fails until it does.
+"""
+
+import dataclasses
+
+import keras
+import numpy as np
+
+from keras_relrec import layers
+
+
+@dataclasses.dataclass
+class Entry:
+    """A public layer or cell, a small configuration and its input.
+
+    cls: the public class.
+    kwargs: a small constructor configuration.
+    input_shape: one example's shape (no batch axis).
+    is_cell: whether `cls` is a cell to be wrapped in `keras.layers.RNN`.
+    recurrent: whether the layer (or the RNN around the cell) takes the RNN
+        arguments (`return_state`, `stateful`, `go_backwards`, masking).
+    bad_kwargs: constructor overrides that must raise `ValueError`, each with
+        the argument name the message must contain.
+    dropout_kwargs: overrides that switch dropout on, for recurrent entries.
+    """
+
+    cls: type
+    kwargs: dict
+    input_shape: tuple
+    is_cell: bool = False
+    recurrent: bool = False
+    bad_kwargs: list = dataclasses.field(default_factory=list)
+    dropout_kwargs: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def id(self):
+        return self.cls.__name__
+
+    def make_layer(self, **overrides):
+        """The layer under test: a cell wrapped in `RNN`, or the layer itself.
+
+        `overrides` with RNN arguments (`return_state`, `stateful`, ...) go to
+        the RNN for a cell, to the layer otherwise.
+        """
+        rnn_args = {
+            k: overrides.pop(k)
+            for k in ("return_sequences", "return_state", "stateful", "go_backwards")
+            if k in overrides
+        }
+        if self.is_cell:
+            cell = self.cls(**{**self.kwargs, **overrides})
+            rnn_args.setdefault("return_sequences", True)
+            return keras.layers.RNN(cell, **rnn_args)
+        return self.cls(**{**self.kwargs, **overrides, **rnn_args})
+
+    def make_model(self, **overrides):
+        inputs = keras.Input(self.input_shape)
+        return keras.Model(inputs, self.make_layer(**overrides)(inputs))
+
+    def make_input(self, batch=3, seed=0):
+        rng = np.random.default_rng(seed)
+        return rng.normal(size=(batch,) + self.input_shape).astype("float32")
+
+
+LSTM_BAD_KWARGS = [
+    ({"units": 0}, "units"),
+    ({"units": 2.5}, "units"),
+    ({"dropout": 1.5}, "dropout"),
+    ({"recurrent_dropout": -0.1}, "recurrent_dropout"),
+]
+
+ENTRIES = [
+    Entry(
+        layers.PeepholeLSTMCell,
+        {"units": 4},
+        (5, 3),
+        is_cell=True,
+        recurrent=True,
+        bad_kwargs=LSTM_BAD_KWARGS + [({"use_peepholes": False}, "use_peepholes")],
+        dropout_kwargs={"dropout": 0.3, "recurrent_dropout": 0.3, "seed": 1},
+    ),
+    Entry(
+        layers.CoupledLSTMCell,
+        {"units": 4, "use_peepholes": True},
+        (5, 3),
+        is_cell=True,
+        recurrent=True,
+        bad_kwargs=LSTM_BAD_KWARGS + [({"use_peepholes": "yes"}, "use_peepholes")],
+        dropout_kwargs={"dropout": 0.3, "recurrent_dropout": 0.3, "seed": 1},
+    ),
+    Entry(
+        layers.PeepholeConvLSTM2D,
+        {"filters": 2, "kernel_size": 3, "padding": "same", "return_sequences": True},
+        (4, 5, 5, 2),
+        recurrent=True,
+        bad_kwargs=[
+            ({"filters": 0}, "filters"),
+            ({"dropout": 2.0}, "dropout"),
+            ({"use_peepholes": 1}, "use_peepholes"),
+            ({"kernel_size": (3, 3, 3)}, "kernel_size"),
+        ],
+        dropout_kwargs={"dropout": 0.3, "recurrent_dropout": 0.3, "seed": 1},
+    ),
+]
+
+RECURRENT_ENTRIES = [e for e in ENTRIES if e.recurrent]

@@ -1,0 +1,319 @@
+"""The contract every public layer and cell is held to.
+
+Each check is parametrised over `registry.ENTRIES`; the cell-only checks over
+`registry.RECURRENT_ENTRIES`. Tolerances are the issue's: 1e-5 for every
+comparison of float32 outputs.
+"""
+
+import copy
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_relrec.utils.registration import PUBLIC_LAYERS
+from tests.contract.registry import ENTRIES
+from tests.contract.registry import RECURRENT_ENTRIES
+
+ATOL = 1e-5
+HERE = pathlib.Path(__file__).parent
+ROOT = HERE.parent.parent
+
+entries = pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.id)
+recurrent_entries = pytest.mark.parametrize(
+    "entry", RECURRENT_ENTRIES, ids=lambda e: e.id
+)
+
+
+def test_every_public_layer_has_an_entry():
+    assert {e.cls for e in ENTRIES} == set(PUBLIC_LAYERS.values())
+
+
+def sgd_mse(model, **compile_kwargs):
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", **compile_kwargs)
+    return model
+
+
+def target_for(model, x, seed=1):
+    shape = model(x).shape
+    return np.random.default_rng(seed).normal(size=shape).astype("float32")
+
+
+# 1. Configuration round trip.
+@entries
+def test_config_round_trip(entry):
+    layer = entry.make_layer()
+    config = layer.get_config()
+    # Keras' RNN.from_config consumes its argument, hence the copy.
+    clone = layer.__class__.from_config(copy.deepcopy(config))
+    assert clone.get_config() == config
+
+    model = entry.make_model()
+    clone = keras.Model.from_config(model.get_config())
+    clone.set_weights(model.get_weights())
+    x = entry.make_input()
+    np.testing.assert_allclose(clone(x), model(x), atol=ATOL)
+
+    # The public class itself round-trips too (for a cell, not just the RNN).
+    own = entry.cls(**entry.kwargs)
+    assert entry.cls.from_config(own.get_config()).get_config() == own.get_config()
+
+
+# 2. `.keras` save and safe-mode load with no custom objects.
+@entries
+def test_keras_file_round_trip(entry, tmp_path):
+    model = entry.make_model()
+    x = entry.make_input()
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    np.testing.assert_array_equal(loaded(x), model(x))
+
+
+# 3. Symbolic and eager calls agree; compute_output_shape is the real shape.
+@entries
+def test_symbolic_eager_and_output_shape(entry):
+    model = entry.make_model()
+    layer = model.layers[-1]
+    x = entry.make_input()
+    eager = layer(x)
+    np.testing.assert_allclose(model(x), eager, atol=ATOL)
+    np.testing.assert_allclose(model.predict_on_batch(x), eager, atol=ATOL)
+    assert tuple(layer.compute_output_shape(x.shape)) == tuple(eager.shape)
+    assert tuple(model.output.shape) == (None,) + tuple(eager.shape[1:])
+    if entry.is_cell:
+        step_shape = (x.shape[0], x.shape[-1])
+        out_shape, _ = layer.cell.compute_output_shape(step_shape)
+        assert tuple(out_shape) == (x.shape[0], eager.shape[-1])
+
+
+# 4. A fit step changes the weights; gradients reach every trainable weight.
+@entries
+def test_fit_step_and_gradients(entry):
+    model = entry.make_model()
+    x = entry.make_input()
+    y = target_for(model, x)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x, training=True) - y) ** 2)
+    grads = tape.gradient(loss, model.trainable_weights)
+    for w, g in zip(model.trainable_weights, grads):
+        assert g is not None, w.path
+        assert float(tf.reduce_max(tf.abs(g))) > 0.0, w.path
+
+    before = [w.copy() for w in model.get_weights()]
+    sgd_mse(model).fit(x, y, epochs=1, batch_size=len(x), verbose=0)
+    for w, (b, a) in zip(model.weights, zip(before, model.get_weights())):
+        assert not np.array_equal(a, b), f"{w.path} did not change"
+
+
+# 5. XLA.
+@entries
+def test_jit_compile_matches_eager(entry):
+    model = sgd_mse(entry.make_model(), jit_compile=True)
+    x = entry.make_input()
+    np.testing.assert_allclose(model.predict_on_batch(x), model(x), atol=ATOL)
+    y = target_for(model, x)
+    model.train_on_batch(x, y)  # an XLA training step compiles and runs
+    np.testing.assert_allclose(model.predict_on_batch(x), model(x), atol=ATOL)
+
+
+# 6. Mixed precision.
+@entries
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision(entry, policy):
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        model = entry.make_model()
+        x = entry.make_input()
+        out = model(x)
+        compute = keras.config.dtype_policy().compute_dtype
+        y = target_for(model, x)
+        sgd_mse(model).train_on_batch(x, y)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    assert all(w.dtype == "float32" for w in model.weights)
+    assert keras.backend.standardize_dtype(out.dtype) == compute
+    assert np.all(np.isfinite(np.asarray(tf.cast(out, tf.float32))))
+    assert all(np.all(np.isfinite(w)) for w in model.get_weights())
+
+
+# 7. SavedModel export.
+@entries
+def test_saved_model_export(entry, tmp_path):
+    model = entry.make_model()
+    x = entry.make_input()
+    model.export(str(tmp_path / "sm"), format="tf_saved_model", verbose=False)
+    reloaded = tf.saved_model.load(str(tmp_path / "sm"))
+    np.testing.assert_allclose(reloaded.serve(x), model(x), atol=ATOL)
+
+
+# 8. The JAX backend, in one subprocess for all entries.
+@pytest.fixture(scope="module")
+def jax_results(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("jax")
+    expected = {}
+    for entry in ENTRIES:
+        name = entry.id
+        model = entry.make_model()
+        x = entry.make_input(batch=4, seed=3)
+        y = target_for(model, x)
+        model.save(folder / f"{name}.keras")
+        case = {"x": x, "y": y}
+        record = {"outputs": np.asarray(model(x))}
+        if entry.recurrent:
+            masked = masked_model(entry)
+            x_masked = padded_input(entry, x)
+            masked.save(folder / f"{name}.masked.keras")
+            case["x_masked"] = x_masked
+            record["masked_outputs"] = np.asarray(masked(x_masked))
+            entry.make_model(**entry.dropout_kwargs).save(
+                folder / f"{name}.dropout.keras"
+            )
+        np.savez(folder / f"{name}.tf.npz", **case)
+        record["fit_weights"] = sgd_fit_weights(model, x, y)
+        expected[name] = record
+    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(ROOT)}
+    subprocess.run(
+        [sys.executable, str(HERE / "jax_worker.py"), str(folder)],
+        env=env,
+        check=True,
+    )
+    got = {e.id: dict(np.load(folder / f"{e.id}.jax.npz")) for e in ENTRIES}
+    return expected, got
+
+
+def sgd_fit_weights(model, x, y):
+    sgd_mse(model).train_on_batch(x, y)
+    return model.get_weights()
+
+
+@entries
+def test_jax_backend_matches_tensorflow(entry, jax_results):
+    expected, got = jax_results
+    want, have = expected[entry.id], got[entry.id]
+    np.testing.assert_allclose(have["outputs"], want["outputs"], atol=ATOL)
+    for i, w in enumerate(want["fit_weights"]):
+        np.testing.assert_allclose(have[f"fit_weight_{i}"], w, atol=ATOL)
+
+
+@recurrent_entries
+def test_jax_masking_and_dropout(entry, jax_results):
+    expected, got = jax_results
+    want, have = expected[entry.id], got[entry.id]
+    np.testing.assert_allclose(have["masked_outputs"], want["masked_outputs"], atol=ATOL)
+    assert np.all(np.isfinite(have["dropout_train"]))
+    assert not np.allclose(have["dropout_train"], have["dropout_infer"])
+
+
+# 9. Invalid arguments and inputs.
+@entries
+def test_invalid_constructor_arguments(entry):
+    for overrides, name in entry.bad_kwargs:
+        with pytest.raises(ValueError, match=name):
+            entry.cls(**{**entry.kwargs, **overrides})
+
+
+@entries
+def test_invalid_input_shapes(entry):
+    shape = entry.input_shape
+    # Wrong rank, when the layer is first built.
+    with pytest.raises(ValueError, match="expect"):
+        entry.make_layer()(keras.Input(shape[1:]))
+    # Wrong feature size after it was built for another one.
+    layer = entry.make_layer()
+    layer(entry.make_input())
+    wrong = shape[:-1] + (shape[-1] + 1,)
+    with pytest.raises(ValueError, match=f"expected axis .* to have value {shape[-1]}"):
+        layer(np.zeros((2,) + wrong, "float32"))
+
+
+# Recurrent checks: masking, stateful, return_state, go_backwards, dropout.
+def masked_model(entry):
+    inputs = keras.Input(entry.input_shape)
+    masked = keras.layers.Masking(0.0)(inputs)
+    return keras.Model(inputs, entry.make_layer(return_sequences=True)(masked))
+
+
+def padded_input(entry, x, pad=2):
+    """Sample 0 ends with `pad` padded steps, sample 1 has one in the middle."""
+    x = x.copy()
+    x[0, -pad:] = 0.0
+    x[1, 1] = 0.0
+    return x
+
+
+@recurrent_entries
+def test_masked_steps_leave_the_state_untouched(entry):
+    layer = entry.make_layer(return_sequences=True, return_state=True)
+    x = entry.make_input(batch=3)
+    inputs = keras.Input(entry.input_shape)
+    model = keras.Model(inputs, layer(keras.layers.Masking(0.0)(inputs)))
+    xp = padded_input(entry, x)
+    seq, *states = model(xp)
+    # Sample 0: the final state is the state after its last real step.
+    _, *unpadded = layer(x[:1, :-2])
+    for s, u in zip(states, unpadded):
+        np.testing.assert_allclose(s[:1], u, atol=ATOL)
+    # Padded steps repeat the previous output.
+    np.testing.assert_allclose(seq[0, -1], seq[0, -3], atol=ATOL)
+    np.testing.assert_allclose(seq[1, 1], seq[1, 0], atol=ATOL)
+    # Sample 1: skipping the masked step equals deleting it.
+    _, *skipped = layer(np.delete(x[1:2], 1, axis=1))
+    for s, u in zip(states, skipped):
+        np.testing.assert_allclose(s[1:2], u, atol=ATOL)
+
+
+@recurrent_entries
+def test_return_state(entry):
+    layer = entry.make_layer(return_sequences=True, return_state=True)
+    x = entry.make_input()
+    seq, *states = layer(x)
+    assert len(states) == 2
+    np.testing.assert_allclose(states[0], seq[:, -1], atol=ATOL)
+    shapes = layer.compute_output_shape(x.shape)
+    assert [tuple(s) for s in shapes] == [tuple(t.shape) for t in [seq, *states]]
+
+
+@recurrent_entries
+def test_stateful(entry):
+    x = entry.make_input(batch=2)
+    full = entry.make_layer(return_sequences=True)
+    whole = full(x)
+    stateful = entry.make_layer(return_sequences=True, stateful=True)
+    stateful(x[:, :1])
+    stateful.set_weights(full.get_weights())
+    stateful.reset_state()
+    half = x.shape[1] // 2
+    first, second = stateful(x[:, :half]), stateful(x[:, half:])
+    np.testing.assert_allclose(np.concatenate([first, second], 1), whole, atol=ATOL)
+    stateful.reset_state()
+    np.testing.assert_allclose(stateful(x[:, :half]), whole[:, :half], atol=ATOL)
+
+
+@recurrent_entries
+def test_go_backwards(entry):
+    x = entry.make_input()
+    forward = entry.make_layer(return_sequences=False)
+    backward = entry.make_layer(return_sequences=False, go_backwards=True)
+    forward(x), backward(x)
+    backward.set_weights(forward.get_weights())
+    np.testing.assert_allclose(backward(x), forward(x[:, ::-1]), atol=ATOL)
+
+
+@recurrent_entries
+def test_dropout(entry):
+    layer = entry.make_layer(**entry.dropout_kwargs)
+    x = entry.make_input()
+    inference = layer(x, training=False)
+    np.testing.assert_allclose(layer(x, training=False), inference, atol=ATOL)
+    train_a, train_b = layer(x, training=True), layer(x, training=True)
+    assert not np.allclose(train_a, inference)
+    assert not np.allclose(train_a, train_b)
+    model = entry.make_model(**entry.dropout_kwargs)
+    sgd_mse(model, jit_compile=True).train_on_batch(x, target_for(model, x))

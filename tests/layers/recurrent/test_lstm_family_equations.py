@@ -1,0 +1,257 @@
+"""The LSTM-family cells against NumPy float64 computations of their papers'
+equations, with non-zero initial states."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_relrec.layers import CoupledLSTMCell
+from keras_relrec.layers import PeepholeConvLSTM2D
+from keras_relrec.layers import PeepholeLSTMCell
+
+B, T, D, U = 3, 6, 5, 4
+ATOL = 1e-5
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def randomize(layer, rng):
+    """Random values for every weight (peepholes and biases included)."""
+    layer.set_weights(
+        [rng.uniform(-0.8, 0.8, w.shape).astype("float32") for w in layer.get_weights()]
+    )
+    return [w.astype("float64") for w in layer.get_weights()]
+
+
+def run_rnn(cell, x, h0, c0):
+    rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
+    rnn(x, initial_state=[h0, c0])
+    return rnn
+
+
+def peephole_lstm_reference(x, h, c, W, U_, b, p_i, p_f, p_o):
+    """Gers & Schmidhuber: i, f see c_{t-1}; o sees c_t. Blocks i, f, c, o."""
+    n = h.shape[-1]
+    hs = []
+    for t in range(x.shape[1]):
+        z = x[:, t] @ W + h @ U_ + b
+        zi, zf, zc, zo = (z[:, k * n:(k + 1) * n] for k in range(4))
+        i = sigmoid(zi + p_i * c)
+        f = sigmoid(zf + p_f * c)
+        c = f * c + i * np.tanh(zc)
+        o = sigmoid(zo + p_o * c)
+        h = o * np.tanh(c)
+        hs.append(h)
+    return np.stack(hs, 1), h, c
+
+
+def coupled_lstm_reference(x, h, c, W, U_, b, p_f=None, p_o=None):
+    """CIFG: c_t = f ⊙ c_{t-1} + (1 − f) ⊙ tanh(z_c). Blocks f, c, o."""
+    n = h.shape[-1]
+    p_f = 0.0 if p_f is None else p_f
+    p_o = 0.0 if p_o is None else p_o
+    hs = []
+    for t in range(x.shape[1]):
+        z = x[:, t] @ W + h @ U_ + b
+        zf, zc, zo = (z[:, k * n:(k + 1) * n] for k in range(3))
+        f = sigmoid(zf + p_f * c)
+        c = f * c + (1.0 - f) * np.tanh(zc)
+        o = sigmoid(zo + p_o * c)
+        h = o * np.tanh(c)
+        hs.append(h)
+    return np.stack(hs, 1), h, c
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(B, T, D)).astype("float32")
+    h0 = rng.normal(scale=0.5, size=(B, U)).astype("float32")
+    c0 = rng.normal(scale=0.5, size=(B, U)).astype("float32")
+    return rng, x, h0, c0
+
+
+def test_peephole_lstm_matches_equations(data):
+    rng, x, h0, c0 = data
+    cell = PeepholeLSTMCell(U)
+    rnn = run_rnn(cell, x, h0, c0)
+    weights = randomize(cell, rng)
+    seq, h, c = rnn(x, initial_state=[h0, c0])
+    ref_seq, ref_h, ref_c = peephole_lstm_reference(
+        x.astype("float64"), h0.astype("float64"), c0.astype("float64"), *weights
+    )
+    np.testing.assert_allclose(seq, ref_seq, atol=ATOL)
+    np.testing.assert_allclose(h, ref_h, atol=ATOL)
+    np.testing.assert_allclose(c, ref_c, atol=ATOL)
+
+
+def test_peephole_lstm_output_gate_sees_new_cell_state(data):
+    """Only the output-gate peephole changes o; it must act on c_t, not c_{t-1}."""
+    rng, x, h0, c0 = data
+    cell = PeepholeLSTMCell(U)
+    rnn = run_rnn(cell, x[:, :1], h0, c0)
+    W, U_, b, _, _, p_o = randomize(cell, rng)
+    zeros = np.zeros(U)
+    _, h, _ = rnn(x[:, :1], initial_state=[h0, c0])
+    z = x[:, 0].astype("float64") @ W + h0.astype("float64") @ U_ + b
+    i, f = sigmoid(z[:, :U]), sigmoid(z[:, U:2 * U])
+    # The test's own step with zero input/forget peepholes for i and f.
+    cell.set_weights([W, U_, b, zeros, zeros, p_o])
+    _, h, _ = rnn(x[:, :1], initial_state=[h0, c0])
+    c1 = f * c0 + i * np.tanh(z[:, 2 * U:3 * U])
+    h_new = sigmoid(z[:, 3 * U:] + p_o * c1) * np.tanh(c1)
+    h_old = sigmoid(z[:, 3 * U:] + p_o * c0) * np.tanh(c1)
+    np.testing.assert_allclose(h, h_new, atol=ATOL)
+    assert np.abs(h_new - h_old).max() > 1e-3
+
+
+@pytest.mark.parametrize("use_peepholes", [False, True])
+def test_coupled_lstm_matches_equations(data, use_peepholes):
+    rng, x, h0, c0 = data
+    cell = CoupledLSTMCell(U, use_peepholes=use_peepholes)
+    rnn = run_rnn(cell, x, h0, c0)
+    weights = randomize(cell, rng)
+    seq, h, c = rnn(x, initial_state=[h0, c0])
+    ref_seq, ref_h, ref_c = coupled_lstm_reference(
+        x.astype("float64"), h0.astype("float64"), c0.astype("float64"), *weights
+    )
+    np.testing.assert_allclose(seq, ref_seq, atol=ATOL)
+    np.testing.assert_allclose(h, ref_h, atol=ATOL)
+    np.testing.assert_allclose(c, ref_c, atol=ATOL)
+
+
+def test_coupled_lstm_has_three_gate_blocks():
+    cell = CoupledLSTMCell(U, use_peepholes=True)
+    keras.layers.RNN(cell)(np.zeros((1, 2, D), "float32"))
+    shapes = {w.name: tuple(w.shape) for w in cell.weights}
+    assert shapes == {
+        "kernel": (D, 3 * U),
+        "recurrent_kernel": (U, 3 * U),
+        "bias": (3 * U,),
+        "forget_gate_peephole_weights": (U,),
+        "output_gate_peephole_weights": (U,),
+    }
+    # unit_forget_bias: the forget block (first) starts at one.
+    np.testing.assert_array_equal(cell.bias.numpy()[:U], np.ones(U))
+    np.testing.assert_array_equal(cell.bias.numpy()[U:], np.zeros(2 * U))
+
+
+def test_peephole_lstm_weights_in_tf_addons_layout():
+    """kernel, recurrent_kernel, bias (i, f, c, o), then the i, f, o peepholes,
+    so a list saved from TF Addons' PeepholeLSTMCell loads by position."""
+    cell = PeepholeLSTMCell(U)
+    keras.layers.RNN(cell)(np.zeros((1, 2, D), "float32"))
+    assert [(w.name, tuple(w.shape)) for w in cell.weights] == [
+        ("kernel", (D, 4 * U)),
+        ("recurrent_kernel", (U, 4 * U)),
+        ("bias", (4 * U,)),
+        ("input_gate_peephole_weights", (U,)),
+        ("forget_gate_peephole_weights", (U,)),
+        ("output_gate_peephole_weights", (U,)),
+    ]
+    bias = cell.bias.numpy()
+    np.testing.assert_array_equal(bias[U:2 * U], np.ones(U))  # forget block
+
+
+def test_lecture_gru_is_keras_gru_reset_after_false(data):
+    """The lecture's GRU (no biases; reset applied before the matmul):
+
+        z = σ(W_z [h, x]),  r = σ(W_r [h, x]),
+        h̃ = tanh(W [r ⊙ h, x]),  h_t = (1 − z) ⊙ h + z ⊙ h̃
+
+    is `keras.layers.GRU(reset_after=False, use_bias=False)`. Keras writes
+    h_t = z' ⊙ h + (1 − z') ⊙ h̃, so its update gate z' is the lecture's 1 − z:
+    the lecture's W_z goes into Keras' z block negated (σ(−a) = 1 − σ(a)).
+    """
+    rng, x, h0, _ = data
+    Wz, Wr, Wh = (rng.uniform(-0.8, 0.8, (U + D, U)) for _ in range(3))
+    xd, h = x.astype("float64"), h0.astype("float64")
+    ref = []
+    for t in range(T):
+        hx = np.concatenate([h, xd[:, t]], -1)
+        z = sigmoid(hx @ Wz)
+        r = sigmoid(hx @ Wr)
+        h_tilde = np.tanh(np.concatenate([r * h, xd[:, t]], -1) @ Wh)
+        h = (1.0 - z) * h + z * h_tilde
+        ref.append(h)
+    ref = np.stack(ref, 1)
+
+    gru = keras.layers.GRU(U, reset_after=False, use_bias=False, return_sequences=True)
+    gru(x, initial_state=[h0])
+    # Keras blocks are z, r, h; [h, x] W splits into the recurrent rows (first
+    # U) and the input rows (last D).
+    kernel = np.concatenate([-Wz[U:], Wr[U:], Wh[U:]], -1)
+    recurrent = np.concatenate([-Wz[:U], Wr[:U], Wh[:U]], -1)
+    gru.set_weights([kernel, recurrent])
+    np.testing.assert_allclose(gru(x, initial_state=[h0]), ref, atol=ATOL)
+
+
+def conv2d_same(x, w):
+    """Cross-correlation with 'same' zero padding, stride 1; x (B, H, W, C)."""
+    kh, kw = w.shape[:2]
+    ph, pw = (kh - 1) // 2, (kw - 1) // 2
+    xp = np.pad(x, ((0, 0), (ph, kh - 1 - ph), (pw, kw - 1 - pw), (0, 0)))
+    out = np.zeros(x.shape[:3] + (w.shape[-1],))
+    for a in range(kh):
+        for b in range(kw):
+            out += xp[:, a:a + x.shape[1], b:b + x.shape[2]] @ w[a, b]
+    return out
+
+
+def conv_lstm_reference(x, h, c, Wx, Wh, b, p_i=0.0, p_f=0.0, p_o=0.0):
+    """Shi et al. 2015, eq. (3), with Hadamard peepholes."""
+    n = h.shape[-1]
+    hs = []
+    for t in range(x.shape[1]):
+        z = conv2d_same(x[:, t], Wx) + conv2d_same(h, Wh) + b
+        zi, zf, zc, zo = (z[..., k * n:(k + 1) * n] for k in range(4))
+        i = sigmoid(zi + p_i * c)
+        f = sigmoid(zf + p_f * c)
+        c = f * c + i * np.tanh(zc)
+        o = sigmoid(zo + p_o * c)
+        h = o * np.tanh(c)
+        hs.append(h)
+    return np.stack(hs, 1), h, c
+
+
+@pytest.mark.parametrize("use_peepholes", [True, False])
+def test_peephole_conv_lstm_matches_equations(use_peepholes):
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 4, 5, 6, 2)).astype("float32")
+    h0 = rng.normal(scale=0.5, size=(2, 5, 6, 3)).astype("float32")
+    c0 = rng.normal(scale=0.5, size=(2, 5, 6, 3)).astype("float32")
+    layer = PeepholeConvLSTM2D(
+        3, 3, padding="same", use_peepholes=use_peepholes,
+        return_sequences=True, return_state=True,
+    )
+    layer(x, initial_state=[h0, c0])
+    weights = randomize(layer, rng)
+    seq, h, c = layer(x, initial_state=[h0, c0])
+    ref = conv_lstm_reference(
+        x.astype("float64"), h0.astype("float64"), c0.astype("float64"), *weights
+    )
+    for got, want in zip((seq, h, c), ref):
+        np.testing.assert_allclose(got, want, atol=ATOL)
+
+
+def test_peephole_conv_lstm_without_peepholes_is_keras_conv_lstm2d():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2, 3, 7, 7, 2)).astype("float32")
+    ours = PeepholeConvLSTM2D(4, 3, strides=2, use_peepholes=False, return_sequences=True)
+    theirs = keras.layers.ConvLSTM2D(4, 3, strides=2, return_sequences=True)
+    ours(x), theirs(x)
+    theirs.set_weights(randomize(ours, rng))
+    np.testing.assert_allclose(ours(x), theirs(x), atol=ATOL)
+
+
+def test_fresh_peephole_conv_lstm_computes_conv_lstm2d():
+    """Zero-initialised peepholes: a new layer starts as ConvLSTM2D."""
+    x = np.random.default_rng(1).normal(size=(2, 3, 6, 6, 2)).astype("float32")
+    ours = PeepholeConvLSTM2D(4, 3, padding="same")
+    theirs = keras.layers.ConvLSTM2D(4, 3, padding="same")
+    ours(x), theirs(x)
+    theirs.set_weights(ours.get_weights()[:3])
+    assert len(ours.get_weights()) == 6
+    np.testing.assert_allclose(ours(x), theirs(x), atol=ATOL)

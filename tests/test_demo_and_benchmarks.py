@@ -1,0 +1,38 @@
+"""`make demo`'s job and the benchmark script, in tiny configurations, so that
+neither can rot."""
+
+import pathlib
+import subprocess
+import sys
+
+from keras_relrec import demo
+
+ROOT = pathlib.Path(__file__).parent.parent
+
+
+def test_demo_tiny(tmp_path):
+    rows = demo.main(["--tiny", "--output-dir", str(tmp_path)])
+    assert [name for name, _, _ in rows] == [
+        "Keras predict_on_batch, in memory",
+        "reloaded adding_problem.keras",
+        "reloaded SavedModel, serve",
+    ]
+    for name, diff, ms in rows:
+        assert diff <= 1e-5, name
+        assert ms > 0.0
+    assert (tmp_path / "adding_problem.keras").is_file()
+    assert (tmp_path / "adding_problem_savedmodel" / "saved_model.pb").is_file()
+
+
+def test_lstm_benchmark_quick(tmp_path):
+    output = tmp_path / "RESULTS.md"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_lstm_cells.py"),
+         "--quick", "--output", str(output)],
+        check=True,
+        capture_output=True,
+    )
+    text = output.read_text()
+    for model in ("keras.layers.LSTM", "PeepholeLSTMCell", "CoupledLSTMCell"):
+        assert f"| {model} | True |" in text and f"| {model} | False |" in text
+    assert "Matmul peak" in text
