@@ -30,9 +30,11 @@ setup(
     extras_require={
         "tensorflow": ["tensorflow-cpu==2.21.0"],
         "jax": ["jax[cpu]==0.10.2"],
+        "tutorials": ["tensorflow-cpu==2.21.0", "matplotlib==3.11.2"],
         "test": [
             "tensorflow-cpu==2.21.0",
             "jax[cpu]==0.10.2",
+            "matplotlib==3.11.2",
             "pytest==9.2.0",
             "pytest-xdist==3.8.0",
         ],

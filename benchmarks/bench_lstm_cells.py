@@ -89,8 +89,7 @@ def recurrent_flops_per_step(layer, batch):
 def median_seconds(fn, repeats, warmup):
     """Median wall time of `fn()`; warm-up calls (tracing/XLA compile) excluded.
 
-    `fn` must block until the result is ready; train_on_batch/predict_on_batch
-    return NumPy values, which forces that.
+    `fn` must block until the result is ready.
     """
     for _ in range(warmup):
         fn()
@@ -100,6 +99,12 @@ def median_seconds(fn, repeats, warmup):
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def time_once(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def matmul_peak_gflops(n, repeats):
@@ -116,26 +121,37 @@ def matmul_peak_gflops(n, repeats):
     return 2 * n**3 / sec / 1e9
 
 
-def bench_model(make_layer, jit, args, x, y):
+def prepare_model(make_layer, jit, args, x, y):
+    """A compiled model and its warmed-up train and inference callables.
+
+    `train_on_batch`/`predict_on_batch` return NumPy values, so each call
+    waits for its result.
+    """
     keras.utils.set_random_seed(0)
     inputs = keras.Input((args.seq_len, args.features))
     rnn = make_layer()
     model = keras.Model(inputs, keras.layers.Dense(1)(rnn(inputs)))
     # jit_compile is explicit: "auto" silently means no XLA on CPU TF.
     model.compile(optimizer="sgd", loss="mse", jit_compile=jit)
-    # Keras may silently downgrade jit (e.g. a layer with supports_jit=False);
-    # report what actually ran.
-    effective_jit = bool(model.jit_compile)
-
-    train_s = median_seconds(
-        lambda: model.train_on_batch(x, y), args.repeats, args.warmup
-    )
-    infer_s = median_seconds(
-        lambda: model.predict_on_batch(x), args.repeats, args.warmup
-    )
-    fwd_flops = recurrent_flops_per_step(rnn, args.batch) * args.seq_len
+    train = lambda: model.train_on_batch(x, y)  # noqa: E731
+    infer = lambda: model.predict_on_batch(x)  # noqa: E731
+    for _ in range(args.warmup):
+        train(), infer()
     return {
-        "effective_jit": effective_jit,
+        # Keras may silently downgrade jit; report what actually ran.
+        "effective_jit": bool(model.jit_compile),
+        "train": train,
+        "infer": infer,
+        "fwd_flops": recurrent_flops_per_step(rnn, args.batch) * args.seq_len,
+    }
+
+
+def summarize(prepared, train_times, infer_times, args):
+    train_s = statistics.median(train_times)
+    infer_s = statistics.median(infer_times)
+    fwd_flops = prepared["fwd_flops"]
+    return {
+        "effective_jit": prepared["effective_jit"],
         "train_ms": train_s * 1e3,
         "infer_ms": infer_s * 1e3,
         # Backward costs ~2x forward (grads w.r.t. activations and weights),
@@ -180,7 +196,8 @@ def render(args, peak, rows):
         f"- Command: `{shlex.join(command)}`",
         f"- Shapes: batch {args.batch}, seq len {args.seq_len}, input width "
         f"{args.features}, units {args.units}; SGD, MSE; median of "
-        f"{args.repeats} timed runs after {args.warmup} warm-up run(s)",
+        f"{args.repeats} timed runs per model, taken round robin across the "
+        f"models, after {args.warmup} warm-up run(s)",
         f"- Matmul peak: {peak:.1f} GFLOP/s ({args.matmul_size}x{args.matmul_size} "
         "float32 `tf.linalg.matmul`, same run)",
         "- GFLOP/s counts only the recurrent matmuls, 2·B·(D+U)·G·U per time "
@@ -238,7 +255,7 @@ def write_section(path, section):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--repeats", type=int, default=10, help="timed runs (median)")
+    p.add_argument("--repeats", type=int, default=30, help="timed runs (median)")
     p.add_argument("--warmup", type=int, default=3, help="untimed runs first")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--units", type=int, default=128)
@@ -266,14 +283,27 @@ def main(argv=None):
     peak = matmul_peak_gflops(args.matmul_size, max(args.repeats, 3))
     print(f"matmul peak: {peak:.1f} GFLOP/s", flush=True)
 
+    configs = [
+        (name, jit, prepare_model(make_layer, jit, args, x, y))
+        for name, make_layer in model_specs(args.units)
+        for jit in (False, True)
+    ]
+    # Round robin: every repeat times each model once, so a slow spell of
+    # the machine hits all models alike instead of whichever ran then.
+    train_times = [[] for _ in configs]
+    infer_times = [[] for _ in configs]
+    for _ in range(args.repeats):
+        for k, (_, _, prepared) in enumerate(configs):
+            train_times[k].append(time_once(prepared["train"]))
+            infer_times[k].append(time_once(prepared["infer"]))
+
     rows = []
-    for name, make_layer in model_specs(args.units):
-        for jit in (False, True):
-            r = bench_model(make_layer, jit, args, x, y)
-            r.update(name=name, jit=jit)
-            rows.append(r)
-            print(f"{name:38s} jit={jit!s:5s} train {r['train_ms']:8.2f} ms  "
-                  f"infer {r['infer_ms']:8.2f} ms", flush=True)
+    for k, (name, jit, prepared) in enumerate(configs):
+        r = summarize(prepared, train_times[k], infer_times[k], args)
+        r.update(name=name, jit=jit)
+        rows.append(r)
+        print(f"{name:38s} jit={jit!s:5s} train {r['train_ms']:8.2f} ms  "
+              f"infer {r['infer_ms']:8.2f} ms", flush=True)
 
     section = render(args, peak, rows)
     write_section(args.output, section)

@@ -31,13 +31,15 @@ def run_rnn(cell, x, h0, c0):
     return rnn
 
 
-def peephole_lstm_reference(x, h, c, W, U_, b, p_i, p_f, p_o):
-    """Gers & Schmidhuber: i, f see c_{t-1}; o sees c_t. Blocks i, f, c, o."""
+def peephole_lstm_steps(x, h, c, project, p_i, p_f, p_o):
+    """Gers & Schmidhuber's step, run over time: i and f see c_{t-1}, o sees
+    c_t; `project(x_t, h)` gives the pre-activations, blocks i, f, c, o on
+    the last axis."""
     n = h.shape[-1]
     hs = []
     for t in range(x.shape[1]):
-        z = x[:, t] @ W + h @ U_ + b
-        zi, zf, zc, zo = (z[:, k * n:(k + 1) * n] for k in range(4))
+        z = project(x[:, t], h)
+        zi, zf, zc, zo = (z[..., k * n:(k + 1) * n] for k in range(4))
         i = sigmoid(zi + p_i * c)
         f = sigmoid(zf + p_f * c)
         c = f * c + i * np.tanh(zc)
@@ -47,11 +49,13 @@ def peephole_lstm_reference(x, h, c, W, U_, b, p_i, p_f, p_o):
     return np.stack(hs, 1), h, c
 
 
-def coupled_lstm_reference(x, h, c, W, U_, b, p_f=None, p_o=None):
+def peephole_lstm_reference(x, h, c, W, U_, b, p_i, p_f, p_o):
+    return peephole_lstm_steps(x, h, c, lambda x_t, h: x_t @ W + h @ U_ + b, p_i, p_f, p_o)
+
+
+def coupled_lstm_reference(x, h, c, W, U_, b, p_f=0.0, p_o=0.0):
     """CIFG: c_t = f ⊙ c_{t-1} + (1 − f) ⊙ tanh(z_c). Blocks f, c, o."""
     n = h.shape[-1]
-    p_f = 0.0 if p_f is None else p_f
-    p_o = 0.0 if p_o is None else p_o
     hs = []
     for t in range(x.shape[1]):
         z = x[:, t] @ W + h @ U_ + b
@@ -73,53 +77,46 @@ def data():
     return rng, x, h0, c0
 
 
-def test_peephole_lstm_matches_equations(data):
+@pytest.mark.parametrize(
+    "make_cell, reference",
+    [
+        (lambda: PeepholeLSTMCell(U), peephole_lstm_reference),
+        (lambda: CoupledLSTMCell(U), coupled_lstm_reference),
+        (lambda: CoupledLSTMCell(U, use_peepholes=True), coupled_lstm_reference),
+    ],
+    ids=["peephole", "coupled", "coupled_peepholes"],
+)
+def test_cell_matches_equations(data, make_cell, reference):
     rng, x, h0, c0 = data
-    cell = PeepholeLSTMCell(U)
+    cell = make_cell()
     rnn = run_rnn(cell, x, h0, c0)
     weights = randomize(cell, rng)
-    seq, h, c = rnn(x, initial_state=[h0, c0])
-    ref_seq, ref_h, ref_c = peephole_lstm_reference(
+    got = rnn(x, initial_state=[h0, c0])
+    want = reference(
         x.astype("float64"), h0.astype("float64"), c0.astype("float64"), *weights
     )
-    np.testing.assert_allclose(seq, ref_seq, atol=ATOL)
-    np.testing.assert_allclose(h, ref_h, atol=ATOL)
-    np.testing.assert_allclose(c, ref_c, atol=ATOL)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, atol=ATOL)
 
 
 def test_peephole_lstm_output_gate_sees_new_cell_state(data):
-    """Only the output-gate peephole changes o; it must act on c_t, not c_{t-1}."""
+    """With the i and f peepholes zero, only p_o acts; it must act on c_t, and
+    the step must differ measurably from one where it acted on c_{t-1}."""
     rng, x, h0, c0 = data
     cell = PeepholeLSTMCell(U)
     rnn = run_rnn(cell, x[:, :1], h0, c0)
     W, U_, b, _, _, p_o = randomize(cell, rng)
     zeros = np.zeros(U)
-    _, h, _ = rnn(x[:, :1], initial_state=[h0, c0])
-    z = x[:, 0].astype("float64") @ W + h0.astype("float64") @ U_ + b
-    i, f = sigmoid(z[:, :U]), sigmoid(z[:, U:2 * U])
-    # The test's own step with zero input/forget peepholes for i and f.
     cell.set_weights([W, U_, b, zeros, zeros, p_o])
     _, h, _ = rnn(x[:, :1], initial_state=[h0, c0])
+
+    z = x[:, 0].astype("float64") @ W + h0.astype("float64") @ U_ + b
+    i, f = sigmoid(z[:, :U]), sigmoid(z[:, U:2 * U])
     c1 = f * c0 + i * np.tanh(z[:, 2 * U:3 * U])
     h_new = sigmoid(z[:, 3 * U:] + p_o * c1) * np.tanh(c1)
     h_old = sigmoid(z[:, 3 * U:] + p_o * c0) * np.tanh(c1)
     np.testing.assert_allclose(h, h_new, atol=ATOL)
     assert np.abs(h_new - h_old).max() > 1e-3
-
-
-@pytest.mark.parametrize("use_peepholes", [False, True])
-def test_coupled_lstm_matches_equations(data, use_peepholes):
-    rng, x, h0, c0 = data
-    cell = CoupledLSTMCell(U, use_peepholes=use_peepholes)
-    rnn = run_rnn(cell, x, h0, c0)
-    weights = randomize(cell, rng)
-    seq, h, c = rnn(x, initial_state=[h0, c0])
-    ref_seq, ref_h, ref_c = coupled_lstm_reference(
-        x.astype("float64"), h0.astype("float64"), c0.astype("float64"), *weights
-    )
-    np.testing.assert_allclose(seq, ref_seq, atol=ATOL)
-    np.testing.assert_allclose(h, ref_h, atol=ATOL)
-    np.testing.assert_allclose(c, ref_c, atol=ATOL)
 
 
 def test_coupled_lstm_has_three_gate_blocks():
@@ -201,19 +198,10 @@ def conv2d_same(x, w):
 
 
 def conv_lstm_reference(x, h, c, Wx, Wh, b, p_i=0.0, p_f=0.0, p_o=0.0):
-    """Shi et al. 2015, eq. (3), with Hadamard peepholes."""
-    n = h.shape[-1]
-    hs = []
-    for t in range(x.shape[1]):
-        z = conv2d_same(x[:, t], Wx) + conv2d_same(h, Wh) + b
-        zi, zf, zc, zo = (z[..., k * n:(k + 1) * n] for k in range(4))
-        i = sigmoid(zi + p_i * c)
-        f = sigmoid(zf + p_f * c)
-        c = f * c + i * np.tanh(zc)
-        o = sigmoid(zo + p_o * c)
-        h = o * np.tanh(c)
-        hs.append(h)
-    return np.stack(hs, 1), h, c
+    """Shi et al. 2015, eq. (3): convolutions and Hadamard peepholes."""
+    return peephole_lstm_steps(
+        x, h, c, lambda x_t, h: conv2d_same(x_t, Wx) + conv2d_same(h, Wh) + b, p_i, p_f, p_o
+    )
 
 
 @pytest.mark.parametrize("use_peepholes", [True, False])
