@@ -243,3 +243,38 @@ def test_fresh_peephole_conv_lstm_computes_conv_lstm2d():
     theirs.set_weights(ours.get_weights()[:3])
     assert len(ours.get_weights()) == 6
     np.testing.assert_allclose(ours(x), theirs(x), atol=ATOL)
+
+
+def test_peephole_lstm_loads_a_tf_addons_weights_file(tmp_path, data):
+    """A Keras 2 `save_weights` H5 file of `RNN(tfa.rnn.PeepholeLSTMCell)`,
+    written here in that layout (TF Addons is not installable with Keras 3),
+    loads into our cell by position and computes the peephole equations."""
+    import h5py
+
+    rng, x, h0, c0 = data
+    names = ["kernel", "recurrent_kernel", "bias", "input_gate_peephole_weights",
+             "forget_gate_peephole_weights", "output_gate_peephole_weights"]
+    shapes = [(D, 4 * U), (U, 4 * U), (4 * U,), (U,), (U,), (U,)]
+    values = [rng.uniform(-0.8, 0.8, s).astype("float32") for s in shapes]
+    path = tmp_path / "tfa_peephole.h5"
+    with h5py.File(path, "w") as f:
+        f.attrs["layer_names"] = [b"rnn"]
+        f.attrs["backend"] = b"tensorflow"
+        f.attrs["keras_version"] = b"2.13.1"
+        group = f.create_group("rnn")
+        full = [f"rnn/peephole_lstm_cell/{n}:0" for n in names]
+        group.attrs["weight_names"] = [n.encode() for n in full]
+        for name, value in zip(full, values):
+            group.create_dataset(name, data=value)
+
+    inputs = keras.Input((T, D))
+    rnn = keras.layers.RNN(PeepholeLSTMCell(U), return_sequences=True, return_state=True)
+    model = keras.Model(inputs, rnn(inputs))
+    model.load_weights(path)
+    got = rnn(x, initial_state=[h0, c0])
+    want = peephole_lstm_reference(
+        x.astype("float64"), h0.astype("float64"), c0.astype("float64"),
+        *[v.astype("float64") for v in values],
+    )
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, atol=ATOL)
