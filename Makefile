@@ -11,15 +11,15 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed-tensorflow: setup.py pyproject.toml | $(PY)
-	$(PIP) install -e ".[tensorflow]"
+$(VENV)/.installed-export: setup.py pyproject.toml | $(PY)
+	$(PIP) install -e ".[export]"
 	touch $@
 
 $(VENV)/.installed-test: setup.py pyproject.toml | $(PY)
 	$(PIP) install -e ".[test]"
 	touch $@
 
-demo: $(VENV)/.installed-tensorflow
+demo: $(VENV)/.installed-export
 	$(PY) -m keras_relrec.demo
 
 test: $(VENV)/.installed-test

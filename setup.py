@@ -14,30 +14,36 @@ setup(
     version=VERSION["__version__"],
     description=(
         "Relational and recurrent sequence layers for Keras 3: peephole, "
-        "coupled and convolutional LSTM cells, relational memory, "
-        "bag-of-features and bilinear layers."
+        "coupled and convolutional LSTM cells, with builtins-only TFLite export."
     ),
     long_description=(HERE / "README.md").read_text(),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.11",
     packages=find_packages(include=["keras_relrec", "keras_relrec.*"]),
-    # The versions we test; the package itself only needs Keras 3 and NumPy.
+    # The cells reuse Keras' RNN dropout mixin and ConvLSTM cell, and the
+    # export path Keras' functional executor, from `keras.src`: hence the
+    # bounded Keras range. The tested versions are pinned in the extras.
     install_requires=[
-        "keras==3.15.1",
+        "keras>=3.15.1,<3.16",
         "numpy>=1.26",
     ],
     extras_require={
         "tensorflow": ["tensorflow-cpu==2.21.0"],
         "jax": ["jax[cpu]==0.10.2"],
+        "export": ["tensorflow-cpu==2.21.0", "ai-edge-litert==2.3.0"],
         "tutorials": ["tensorflow-cpu==2.21.0", "matplotlib==3.11.2"],
         "test": [
             "tensorflow-cpu==2.21.0",
             "jax[cpu]==0.10.2",
             "matplotlib==3.11.2",
+            "ai-edge-litert==2.3.0",
             "pytest==9.2.0",
             "pytest-xdist==3.8.0",
         ],
+    },
+    entry_points={
+        "console_scripts": ["keras-relrec=keras_relrec.export.cli:main"],
     },
     classifiers=[
         "Programming Language :: Python :: 3.11",

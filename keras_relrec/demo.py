@@ -3,8 +3,9 @@
 Trains a small model built from keras_relrec cells on the adding problem
 (Hochreiter & Schmidhuber 1997; generated here, nothing is downloaded): each
 step holds a random value and a marker, and the target is the sum of the two
-marked values. The model is saved as `.keras` and exported as a SavedModel,
-both are reloaded, and a table shows how their outputs agree with the
+marked values. The model is saved as `.keras`, exported as a SavedModel and
+as builtins-only TFLite (whole sequences, and streaming one step at a time),
+everything is reloaded, and a table shows how the outputs agree with the
 in-memory model and how long a batch takes on each.
 
     python -m keras_relrec.demo [--tiny] [--output-dir DIR]
@@ -24,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from keras_relrec import export  # noqa: E402
 from keras_relrec.layers import CoupledLSTMCell  # noqa: E402
 from keras_relrec.layers import PeepholeLSTMCell  # noqa: E402
 
@@ -69,6 +71,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     import tensorflow as tf  # the SavedModel half of the demo needs it
+    from ai_edge_litert.interpreter import Interpreter
 
     length, units, n_train, epochs = (10, 8, 256, 1) if args.tiny else (50, 32, 4000, 12)
     keras.utils.set_random_seed(0)
@@ -88,26 +91,35 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     keras_path = out / "adding_problem.keras"
     saved_model_path = out / "adding_problem_savedmodel"
+    tflite_path = out / "adding_problem.tflite"
+    step_path = out / "adding_problem_step.tflite"
     model.save(keras_path)
-    model.export(str(saved_model_path), format="tf_saved_model", verbose=False)
+    export.export_saved_model(model, saved_model_path)
+    export.export_tflite(model, tflite_path)
+    export.export_tflite(model, step_path, streaming=True)
 
     reloaded = keras.saving.load_model(keras_path, safe_mode=True)
     exported = tf.saved_model.load(str(saved_model_path))
+    sequence_interpreter = Interpreter(model_path=str(tflite_path))
+    step_interpreter = Interpreter(model_path=str(step_path))
 
     batch = x_test[:64]
     reference = np.asarray(model.predict_on_batch(batch))
     runs = [
         ("Keras predict_on_batch, in memory", model.predict_on_batch),
         (f"reloaded {keras_path.name}", reloaded.predict_on_batch),
-        ("reloaded SavedModel, serve", exported.serve),
+        ("SavedModel, serve", lambda b: exported.serve({"sequence": b})["output"]),
+        (f"LiteRT, {tflite_path.name}", lambda b: export.run_sequence(sequence_interpreter, b)["output"]),
+        # The step output at the last frame is the output for the sequence.
+        (f"LiteRT, {step_path.name} ({length} steps)", lambda b: export.run_streaming(step_interpreter, b)[0][:, -1]),
     ]
     rows = []
-    print(f"{'model':<34} {'max |diff|':>11} {'ms / batch of 64':>17}")
+    print(f"{'model':<44} {'max |diff|':>11} {'ms / batch of 64':>17}")
     for name, fn in runs:
         diff = float(np.max(np.abs(np.asarray(fn(batch)) - reference)))
         ms = median_ms(fn, batch, 5 if args.tiny else 20)
         rows.append((name, diff, ms))
-        print(f"{name:<34} {diff:>11.2e} {ms:>17.2f}")
+        print(f"{name:<44} {diff:>11.2e} {ms:>17.2f}")
     print(f"\nfiles written to {out}/")
     return rows
 

@@ -15,13 +15,17 @@ def test_demo_tiny(tmp_path):
     assert [name for name, _, _ in rows] == [
         "Keras predict_on_batch, in memory",
         "reloaded adding_problem.keras",
-        "reloaded SavedModel, serve",
+        "SavedModel, serve",
+        "LiteRT, adding_problem.tflite",
+        "LiteRT, adding_problem_step.tflite (10 steps)",
     ]
     for name, diff, ms in rows:
         assert diff <= 1e-5, name
         assert ms > 0.0
     assert (tmp_path / "adding_problem.keras").is_file()
     assert (tmp_path / "adding_problem_savedmodel" / "saved_model.pb").is_file()
+    assert (tmp_path / "adding_problem.tflite").is_file()
+    assert (tmp_path / "adding_problem_step.tflite").is_file()
 
 
 def test_lstm_benchmark_quick(tmp_path):

@@ -1,18 +1,21 @@
 """Argument checks shared by the layers: each raises `ValueError` naming the
-argument, the value received and what was expected."""
+argument, the value received and what was expected. NumPy scalars pass, as
+they do in Keras."""
+
+import numbers
 
 
 def check_positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
         raise ValueError(
             f"Argument `{name}` must be a positive integer; received "
             f"{name}={value!r}."
         )
-    return value
+    return int(value)
 
 
 def check_rate(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(
             f"Argument `{name}` must be a float in [0, 1); received "
             f"{name}={value!r}."
@@ -30,3 +33,11 @@ def check_bool(name, value):
             f"Argument `{name}` must be a bool; received {name}={value!r}."
         )
     return value
+
+
+def check_seed(value):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
+        raise ValueError(
+            f"Argument `seed` must be an int or None; received seed={value!r}."
+        )
+    return None if value is None else int(value)

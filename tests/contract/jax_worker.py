@@ -16,8 +16,6 @@ import numpy as np
 
 import keras_relrec  # noqa: F401  (registers the layers)
 
-assert keras.backend.backend() == "jax", keras.backend.backend()
-
 
 def fit_one_step(model, x, y):
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
@@ -26,6 +24,7 @@ def fit_one_step(model, x, y):
 
 
 def main(folder):
+    assert keras.backend.backend() == "jax", keras.backend.backend()
     folder = pathlib.Path(folder)
     for case in sorted(folder.glob("*.tf.npz")):
         name = case.name[: -len(".tf.npz")]

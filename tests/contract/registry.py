@@ -25,7 +25,9 @@ class Entry:
         arguments (`return_state`, `stateful`, `go_backwards`, masking).
     bad_kwargs: constructor overrides that must raise `ValueError`, each with
         the argument name the message must contain.
-    dropout_kwargs: overrides that switch dropout on, for recurrent entries.
+    dropout_kwargs: the seed and rates of dropout, for recurrent entries;
+        the checks switch the input and the recurrent rate on one at a time.
+    bad_rank_match: what the error for an input of the wrong rank says.
     """
 
     cls: type
@@ -35,6 +37,7 @@ class Entry:
     recurrent: bool = False
     bad_kwargs: list = dataclasses.field(default_factory=list)
     dropout_kwargs: dict = dataclasses.field(default_factory=dict)
+    bad_rank_match: str = "expected"
 
     @property
     def id(self):
@@ -57,13 +60,19 @@ class Entry:
             return keras.layers.RNN(cell, **rnn_args)
         return self.cls(**{**self.kwargs, **overrides, **rnn_args})
 
-    def make_model(self, **overrides):
-        inputs = keras.Input(self.input_shape)
+    def make_model(self, dynamic_length=False, **overrides):
+        """A functional model of the layer alone; with `dynamic_length` its
+        input takes any number of time steps."""
+        shape = self.input_shape
+        if dynamic_length:
+            shape = (None,) + shape[1:]
+        inputs = keras.Input(shape, name="sequence")
         return keras.Model(inputs, self.make_layer(**overrides)(inputs))
 
-    def make_input(self, batch=3, seed=0):
+    def make_input(self, batch=3, seed=0, length=None):
         rng = np.random.default_rng(seed)
-        return rng.normal(size=(batch,) + self.input_shape).astype("float32")
+        shape = self.input_shape if length is None else (length,) + self.input_shape[1:]
+        return rng.normal(size=(batch,) + shape).astype("float32")
 
 
 LSTM_BAD_KWARGS = [
@@ -71,6 +80,8 @@ LSTM_BAD_KWARGS = [
     ({"units": 2.5}, "units"),
     ({"dropout": 1.5}, "dropout"),
     ({"recurrent_dropout": -0.1}, "recurrent_dropout"),
+    ({"use_bias": 1}, "use_bias"),
+    ({"seed": "one"}, "seed"),
 ]
 
 ENTRIES = [
@@ -82,6 +93,7 @@ ENTRIES = [
         recurrent=True,
         bad_kwargs=LSTM_BAD_KWARGS + [({"use_peepholes": False}, "use_peepholes")],
         dropout_kwargs={"dropout": 0.3, "recurrent_dropout": 0.3, "seed": 1},
+        bad_rank_match=r"sequences of shape \(batch, time, features\)",
     ),
     Entry(
         layers.CoupledLSTMCell,
@@ -91,10 +103,19 @@ ENTRIES = [
         recurrent=True,
         bad_kwargs=LSTM_BAD_KWARGS + [({"use_peepholes": "yes"}, "use_peepholes")],
         dropout_kwargs={"dropout": 0.3, "recurrent_dropout": 0.3, "seed": 1},
+        bad_rank_match=r"sequences of shape \(batch, time, features\)",
     ),
     Entry(
         layers.PeepholeConvLSTM2D,
-        {"filters": 2, "kernel_size": 3, "padding": "same", "return_sequences": True},
+        # Random peepholes: with the default zeros, every comparison below
+        # would pass whether or not the peepholes were saved or applied.
+        {
+            "filters": 2,
+            "kernel_size": 3,
+            "padding": "same",
+            "return_sequences": True,
+            "peephole_initializer": "random_normal",
+        },
         (4, 5, 5, 2),
         recurrent=True,
         bad_kwargs=[
@@ -102,8 +123,11 @@ ENTRIES = [
             ({"dropout": 2.0}, "dropout"),
             ({"use_peepholes": 1}, "use_peepholes"),
             ({"kernel_size": (3, 3, 3)}, "kernel_size"),
+            ({"use_bias": "no"}, "use_bias"),
+            ({"seed": 1.5}, "seed"),
         ],
         dropout_kwargs={"dropout": 0.3, "recurrent_dropout": 0.3, "seed": 1},
+        bad_rank_match="expected ndim=5",
     ),
 ]
 

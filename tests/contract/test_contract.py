@@ -16,6 +16,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_relrec.export import export_tflite
+from keras_relrec.export import run_sequence
+from keras_relrec.export import run_streaming
 from keras_relrec.utils.registration import PUBLIC_LAYERS
 from tests.contract.registry import ENTRIES
 from tests.contract.registry import RECURRENT_ENTRIES
@@ -223,7 +226,7 @@ def test_invalid_constructor_arguments(entry):
 def test_invalid_input_shapes(entry):
     shape = entry.input_shape
     # Wrong rank, when the layer is first built.
-    with pytest.raises(ValueError, match="expect"):
+    with pytest.raises(ValueError, match=entry.bad_rank_match):
         entry.make_layer()(keras.Input(shape[1:]))
     # Wrong feature size after it was built for another one.
     layer = entry.make_layer()
@@ -307,13 +310,62 @@ def test_go_backwards(entry):
 
 
 @recurrent_entries
-def test_dropout(entry):
-    layer = entry.make_layer(**entry.dropout_kwargs)
+def test_input_dropout(entry):
+    kwargs = {**entry.dropout_kwargs, "recurrent_dropout": 0.0}
+    layer = entry.make_layer(**kwargs)
     x = entry.make_input()
     inference = layer(x, training=False)
     np.testing.assert_allclose(layer(x, training=False), inference, atol=ATOL)
     train_a, train_b = layer(x, training=True), layer(x, training=True)
-    assert not np.allclose(train_a, inference)
+    # Input dropout changes the very first step already.
+    assert not np.allclose(train_a[:, 0], inference[:, 0])
     assert not np.allclose(train_a, train_b)
-    model = entry.make_model(**entry.dropout_kwargs)
+    model = entry.make_model(**kwargs)
     sgd_mse(model, jit_compile=True).train_on_batch(x, target_for(model, x))
+
+
+@recurrent_entries
+def test_recurrent_dropout(entry):
+    kwargs = {**entry.dropout_kwargs, "dropout": 0.0}
+    layer = entry.make_layer(**kwargs)
+    x = entry.make_input()
+    inference = layer(x, training=False)
+    train = layer(x, training=True)
+    # From a zero state, dropping parts of h_0 = 0 changes nothing at step 0;
+    # the masks act from step 1 on.
+    np.testing.assert_allclose(train[:, 0], inference[:, 0], atol=ATOL)
+    assert not np.allclose(train[:, 1:], inference[:, 1:])
+    model = entry.make_model(**kwargs)
+    sgd_mse(model, jit_compile=True).train_on_batch(x, target_for(model, x))
+
+
+# TFLite: builtins only for every layer; sequence mode with dynamic batch and
+# length, and frame-by-frame streaming, for every recurrent one.
+def assert_builtins_only(summary):
+    assert not [op for op in summary["ops"] if op.startswith("CUSTOM")], summary["ops"]
+
+
+@entries
+def test_tflite_sequence_mode(entry, tmp_path):
+    path = tmp_path / "model.tflite"
+    model = entry.make_model(dynamic_length=entry.recurrent)
+    summary = export_tflite(model, path, dynamic_length=entry.recurrent)
+    assert_builtins_only(summary)
+    lengths = (1, 7, 500) if entry.recurrent else (None,)
+    for batch in (1, 3):
+        for length in lengths:
+            x = entry.make_input(batch=batch, length=length)
+            np.testing.assert_allclose(
+                run_sequence(path, x)["output"], model.predict(x, verbose=0), atol=ATOL,
+                err_msg=f"batch {batch}, length {length}",
+            )
+
+
+@recurrent_entries
+def test_tflite_streaming(entry, tmp_path):
+    path = tmp_path / "step.tflite"
+    model = entry.make_model(dynamic_length=True, return_sequences=True)
+    assert_builtins_only(export_tflite(model, path, streaming=True))
+    x = padded_input(entry, entry.make_input(batch=3, length=6))
+    frames, _ = run_streaming(path, x)
+    np.testing.assert_allclose(frames, model.predict(x, verbose=0), atol=ATOL)

@@ -62,7 +62,7 @@ class CoupledLSTMCell(LSTMFamilyCell):
     >>> import numpy as np, keras
     >>> from keras_relrec.layers import CoupledLSTMCell
     >>> rnn = keras.layers.RNN(CoupledLSTMCell(4, use_peepholes=True))
-    >>> rnn(np.zeros((2, 10, 3), "float32")).shape
+    >>> tuple(rnn(np.zeros((2, 10, 3), "float32")).shape)
     (2, 4)
     """
 

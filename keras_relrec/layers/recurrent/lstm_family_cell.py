@@ -92,10 +92,7 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
         self.recurrent_dropout = validation.check_rate(
             "recurrent_dropout", recurrent_dropout
         )
-        if seed is not None and not isinstance(seed, int):
-            raise ValueError(
-                f"Argument `seed` must be an int or None; received seed={seed!r}."
-            )
+        validation.check_seed(seed)
         self.activation = activations.get(activation)
         self.recurrent_activation = activations.get(recurrent_activation)
 
@@ -123,10 +120,9 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
     def build(self, input_shape):
         if len(input_shape) != 2 or input_shape[-1] is None:
             raise ValueError(
-                f"{self.__class__.__name__} expects one step of shape "
-                f"(batch, features) with a known feature size, i.e. sequences "
-                f"of shape (batch, time, features); received a step of shape "
-                f"{tuple(input_shape)}."
+                f"{self.__class__.__name__} expects sequences of shape "
+                f"(batch, time, features) with a known feature size; received "
+                f"sequences whose steps have shape {tuple(input_shape)}."
             )
         input_dim = input_shape[-1]
         self.input_spec = keras.layers.InputSpec(ndim=2, axes={-1: input_dim})
@@ -168,17 +164,15 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
             )
 
     def _bias_initializer(self, shape, dtype=None):
+        bias = self.bias_initializer(shape, dtype=dtype)
         if not self.unit_forget_bias:
-            return self.bias_initializer(shape, dtype=dtype)
-        # The forget block starts at one (Jozefowicz et al. 2015), the others
-        # from `bias_initializer`.
-        blocks = [
-            initializers.Ones()((self.units,), dtype=dtype)
-            if gate == "f"
-            else self.bias_initializer((self.units,), dtype=dtype)
-            for gate in self.GATES
-        ]
-        return ops.concatenate(blocks)
+            return bias
+        # The forget block starts at one (Jozefowicz et al. 2015). The whole
+        # vector is drawn once, so a seeded initializer gives distinct blocks.
+        f = self.GATES.index("f") * self.units
+        return ops.concatenate(
+            [bias[:f], ops.ones((self.units,), dtype=bias.dtype), bias[f + self.units :]]
+        )
 
     def _peephole_gates(self):
         if not self.use_peepholes:

@@ -96,8 +96,8 @@ def step_mask(mask):
 class PeepholeConvLSTM2D(keras.layers.ConvLSTM2D):
     """2-D convolutional LSTM with Hadamard peepholes (Shi et al. 2015).
 
-    A drop-in for `keras.layers.ConvLSTM2D`: the same arguments, weights and
-    shapes, plus the peephole connections of Shi et al., "Convolutional LSTM
+    A drop-in for `keras.layers.ConvLSTM2D`: the same arguments, call and
+    output shapes, plus the peephole connections of Shi et al., "Convolutional LSTM
     Network: A Machine Learning Approach for Precipitation Nowcasting",
     NeurIPS 2015, eq. (3), which Keras' layer lacks. With `*` a convolution
     and `∘` the Hadamard product:
@@ -110,9 +110,13 @@ class PeepholeConvLSTM2D(keras.layers.ConvLSTM2D):
     H_t = o_t ∘ tanh(C_t)
     ```
 
-    W_ci, W_cf, W_co have the full shape of the cell state (rows, cols,
-    filters) for `channels_last`; they start at zero by default, so a new
-    layer computes what `ConvLSTM2D` computes and learns its peepholes. The
+    W_ci, W_cf, W_co have the full shape of the cell state: (rows, cols,
+    filters) for `channels_last`, (filters, rows, cols) for `channels_first`.
+    They start at zero by default, so a new layer computes what `ConvLSTM2D`
+    computes and learns its peepholes. The first three weights (kernel,
+    recurrent kernel, bias) are `ConvLSTM2D`'s; weights saved from a
+    `ConvLSTM2D` load as they are into `use_peepholes=False`, or into the
+    first three weights of a peephole layer. The
     input convolution uses `strides`, `padding` and `dilation_rate`; the
     recurrent one is "same" with stride 1, as in Keras.
 
@@ -153,7 +157,7 @@ class PeepholeConvLSTM2D(keras.layers.ConvLSTM2D):
     >>> import numpy as np
     >>> from keras_relrec.layers import PeepholeConvLSTM2D
     >>> layer = PeepholeConvLSTM2D(4, 3, padding="same", return_sequences=True)
-    >>> layer(np.zeros((2, 5, 8, 8, 1), "float32")).shape
+    >>> tuple(layer(np.zeros((2, 5, 8, 8, 1), "float32")).shape)
     (2, 5, 8, 8, 4)
     """
 
@@ -193,6 +197,9 @@ class PeepholeConvLSTM2D(keras.layers.ConvLSTM2D):
     ):
         validation.check_positive_int("filters", filters)
         validation.check_bool("use_peepholes", use_peepholes)
+        validation.check_bool("use_bias", use_bias)
+        validation.check_bool("unit_forget_bias", unit_forget_bias)
+        seed = validation.check_seed(seed)
         cell = PeepholeConvLSTMCell(
             rank=2,
             filters=filters,

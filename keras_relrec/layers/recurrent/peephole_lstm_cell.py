@@ -38,7 +38,8 @@ class PeepholeLSTMCell(LSTMFamilyCell):
         kernel_initializer, recurrent_initializer, bias_initializer,
             peephole_initializer: Initializers of W, U, b and the peepholes.
             Defaults: `"glorot_uniform"`, `"orthogonal"`, `"zeros"`,
-            `"glorot_uniform"`.
+            `"glorot_uniform"` (TF Addons drew the peepholes with the kernel
+            initializer, which is the same default).
         unit_forget_bias: If `True` (default), the forget block of the bias
             starts at one.
         kernel_regularizer, recurrent_regularizer, bias_regularizer,
@@ -65,18 +66,19 @@ class PeepholeLSTMCell(LSTMFamilyCell):
     >>> import numpy as np, keras
     >>> from keras_relrec.layers import PeepholeLSTMCell
     >>> rnn = keras.layers.RNN(PeepholeLSTMCell(4), return_sequences=True)
-    >>> rnn(np.zeros((2, 10, 3), "float32")).shape
+    >>> tuple(rnn(np.zeros((2, 10, 3), "float32")).shape)
     (2, 10, 4)
     """
 
     GATES = ("i", "f", "c", "o")
 
     def __init__(self, units, **kwargs):
-        if "use_peepholes" in kwargs and kwargs.pop("use_peepholes") is not True:
+        use_peepholes = kwargs.pop("use_peepholes", True)
+        if use_peepholes is not True:
             raise ValueError(
                 "PeepholeLSTMCell always has peepholes; received "
-                "use_peepholes=False. Use keras.layers.LSTMCell for an LSTM "
-                "without them."
+                f"use_peepholes={use_peepholes!r}. Use keras.layers.LSTMCell "
+                "for an LSTM without them."
             )
         super().__init__(units, use_peepholes=True, **kwargs)
 

@@ -119,6 +119,16 @@ def test_peephole_lstm_output_gate_sees_new_cell_state(data):
     assert np.abs(h_new - h_old).max() > 1e-3
 
 
+def test_unit_forget_bias_keeps_a_seeded_initializer_random():
+    """The blocks other than f come from one draw of the initializer, so they
+    differ from each other even with a seeded initializer."""
+    cell = PeepholeLSTMCell(U, bias_initializer=keras.initializers.RandomNormal(seed=3))
+    keras.layers.RNN(cell)(np.zeros((1, 2, D), "float32"))
+    i, f, c, o = np.split(cell.bias.numpy(), 4)
+    np.testing.assert_array_equal(f, np.ones(U))
+    assert not np.allclose(i, c) and not np.allclose(c, o)
+
+
 def test_coupled_lstm_has_three_gate_blocks():
     cell = CoupledLSTMCell(U, use_peepholes=True)
     keras.layers.RNN(cell)(np.zeros((1, 2, D), "float32"))
@@ -185,43 +195,73 @@ def test_lecture_gru_is_keras_gru_reset_after_false(data):
     np.testing.assert_allclose(gru(x, initial_state=[h0]), ref, atol=ATOL)
 
 
-def conv2d_same(x, w):
-    """Cross-correlation with 'same' zero padding, stride 1; x (B, H, W, C)."""
+def conv2d(x, w, stride=1, padding="same"):
+    """Cross-correlation of x (B, H, W, C) with w (kh, kw, C, F), with
+    TensorFlow's "same" padding (extra row/column at the end) or "valid"."""
     kh, kw = w.shape[:2]
-    ph, pw = (kh - 1) // 2, (kw - 1) // 2
-    xp = np.pad(x, ((0, 0), (ph, kh - 1 - ph), (pw, kw - 1 - pw), (0, 0)))
-    out = np.zeros(x.shape[:3] + (w.shape[-1],))
+    if padding == "same":
+        pads = []
+        for n, k in zip(x.shape[1:3], (kh, kw)):
+            total = max((-(-n // stride) - 1) * stride + k - n, 0)
+            pads.append((total // 2, total - total // 2))
+        x = np.pad(x, ((0, 0), pads[0], pads[1], (0, 0)))
+    rows = (x.shape[1] - kh) // stride + 1
+    cols = (x.shape[2] - kw) // stride + 1
+    out = np.zeros((x.shape[0], rows, cols, w.shape[-1]))
     for a in range(kh):
         for b in range(kw):
-            out += xp[:, a:a + x.shape[1], b:b + x.shape[2]] @ w[a, b]
+            patch = x[:, a:a + stride * (rows - 1) + 1:stride, b:b + stride * (cols - 1) + 1:stride]
+            out += patch @ w[a, b]
     return out
 
 
-def conv_lstm_reference(x, h, c, Wx, Wh, b, p_i=0.0, p_f=0.0, p_o=0.0):
-    """Shi et al. 2015, eq. (3): convolutions and Hadamard peepholes."""
+def conv_lstm_reference(x, h, c, Wx, Wh, b=0.0, p_i=0.0, p_f=0.0, p_o=0.0, stride=1, padding="same"):
+    """Shi et al. 2015, eq. (3): convolutions and Hadamard peepholes; the
+    recurrent convolution is "same" with stride 1, as in Keras."""
     return peephole_lstm_steps(
-        x, h, c, lambda x_t, h: conv2d_same(x_t, Wx) + conv2d_same(h, Wh) + b, p_i, p_f, p_o
+        x, h, c, lambda x_t, h: conv2d(x_t, Wx, stride, padding) + conv2d(h, Wh) + b,
+        p_i, p_f, p_o,
     )
 
 
-@pytest.mark.parametrize("use_peepholes", [True, False])
-def test_peephole_conv_lstm_matches_equations(use_peepholes):
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"padding": "same"},
+        {"padding": "same", "use_peepholes": False},
+        {"padding": "valid", "strides": 2},
+        {"padding": "same", "strides": 2, "use_bias": False},
+        {"padding": "valid", "data_format": "channels_first", "unit_forget_bias": False},
+    ],
+    ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()),
+)
+def test_peephole_conv_lstm_matches_equations(config):
     rng = np.random.default_rng(3)
-    x = rng.normal(size=(2, 4, 5, 6, 2)).astype("float32")
-    h0 = rng.normal(scale=0.5, size=(2, 5, 6, 3)).astype("float32")
-    c0 = rng.normal(scale=0.5, size=(2, 5, 6, 3)).astype("float32")
-    layer = PeepholeConvLSTM2D(
-        3, 3, padding="same", use_peepholes=use_peepholes,
-        return_sequences=True, return_state=True,
-    )
-    layer(x, initial_state=[h0, c0])
+    stride = config.get("strides", 1)
+    x = rng.normal(size=(2, 4, 7, 6, 2))
+    probe = PeepholeConvLSTM2D(3, 3, **config)
+    first = config.get("data_format") == "channels_first"
+    to_layer = (lambda a: np.moveaxis(a, -1, -3)) if first else (lambda a: a)
+    state_shape = probe.compute_output_shape((2, 4) + to_layer(x[0, 0]).shape)[1:]
+    h0 = rng.normal(scale=0.5, size=(2,) + state_shape)
+    c0 = rng.normal(scale=0.5, size=(2,) + state_shape)
+    layer = PeepholeConvLSTM2D(3, 3, return_sequences=True, return_state=True, **config)
+    x_layer = to_layer(x).astype("float32")
+    layer(x_layer, initial_state=[h0.astype("float32"), c0.astype("float32")])
     weights = randomize(layer, rng)
-    seq, h, c = layer(x, initial_state=[h0, c0])
-    ref = conv_lstm_reference(
-        x.astype("float64"), h0.astype("float64"), c0.astype("float64"), *weights
+    got = layer(x_layer, initial_state=[h0.astype("float32"), c0.astype("float32")])
+
+    # The reference works channels-last: move states and peepholes there.
+    to_last = (lambda a: np.moveaxis(a, -3, -1)) if first else (lambda a: a)
+    Wx, Wh, *rest = weights
+    b = rest.pop(0) if config.get("use_bias", True) else 0.0
+    peepholes = [to_last(p) for p in rest]
+    want = conv_lstm_reference(
+        x, to_last(h0), to_last(c0), Wx, Wh, b, *peepholes, stride=stride,
+        padding=config["padding"],
     )
-    for got, want in zip((seq, h, c), ref):
-        np.testing.assert_allclose(got, want, atol=ATOL)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(to_last(np.asarray(g)), w, atol=ATOL)
 
 
 def test_peephole_conv_lstm_without_peepholes_is_keras_conv_lstm2d():

@@ -1,0 +1,196 @@
+"""The recurrent loop of the export path.
+
+Keras' own loop on TensorFlow carries its outputs in a `TensorArray`, which
+the TFLite converter can only keep as Flex TensorList ops. This loop runs a
+layer's cell in a `tf.while_loop` whose output buffer is a plain tensor,
+written one step at a time with a dynamic-update-slice: it converts to the
+builtin `WHILE`, `GATHER` and `DYNAMIC_UPDATE_SLICE` ops with dynamic batch
+and length. It computes what `keras.layers.RNN` computes, masks included:
+a masked step keeps the states and repeats the previous output (or outputs
+zeros with `zero_output_for_mask=True`).
+
+`sequence` runs a whole sequence; `step` runs one step from given states,
+for the streaming signatures.
+"""
+
+import keras
+import tensorflow as tf
+from keras import tree
+from tensorflow.compiler.tf2xla.python.xla import dynamic_update_slice
+
+from keras_relrec.export.export_error import ExportError
+
+
+def is_recurrent(layer):
+    return isinstance(layer, (keras.layers.RNN, keras.layers.Bidirectional))
+
+
+def initial_state(layer, batch_size):
+    """The flat list of a recurrent layer's initial states."""
+    if isinstance(layer, keras.layers.Bidirectional):
+        return initial_state(layer.forward_layer, batch_size) + initial_state(
+            layer.backward_layer, batch_size
+        )
+    return tree.flatten(layer.get_initial_state(batch_size))
+
+
+def _step_mask(mask):
+    """A (batch, time) boolean mask from a Keras mask of rank 2 or more."""
+    mask = tf.cast(mask, tf.bool)
+    if mask.shape.rank > 2:
+        mask = tf.reduce_any(mask, axis=list(range(2, mask.shape.rank)))
+    return mask
+
+
+def _where(mask_t, new, old):
+    """`new` where the step is valid, `old` where it is masked."""
+    mask_t = tf.reshape(mask_t, [-1] + [1] * (new.shape.rank - 1))
+    return tf.where(mask_t, new, old)
+
+
+def _call_cell(layer, x_t, states):
+    """One step of the cell with Keras' state structure."""
+    states = tree.pack_sequence_as(layer.get_initial_state(1), states)
+    output, new_states = layer.cell(x_t, states, training=False)
+    return output, tree.flatten(new_states)
+
+
+def _step_output_shape(layer, sequences):
+    shape = layer.compute_output_shape(tuple(sequences.shape))
+    if layer.return_state:
+        shape = shape[0]
+    return tuple(shape[2:] if layer.return_sequences else shape[1:])
+
+
+def sequence(layer, sequences, mask=None, states=None):
+    """Runs a recurrent layer over `sequences` as Keras would at inference.
+
+    Returns what the layer returns: the output (all steps or the last), and
+    with `return_state=True` the final states after it.
+    """
+    if isinstance(layer, keras.layers.Bidirectional):
+        return _bidirectional_sequence(layer, sequences, mask, states)
+    if layer.unroll:
+        raise ExportError(
+            f"layer '{layer.name}' has unroll=True; export it with unroll=False "
+            "(the exported loop handles any length)"
+        )
+    if mask is not None:
+        mask = _step_mask(mask)
+    if layer.go_backwards:
+        sequences = tf.reverse(sequences, [1])
+        mask = None if mask is None else tf.reverse(mask, [1])
+    batch = tf.shape(sequences)[0]
+    steps = tf.shape(sequences)[1]
+    if states is None:
+        states = initial_state(layer, batch)
+    dtype = layer.compute_dtype
+    output_shape = _step_output_shape(layer, sequences)
+    last = tf.zeros(tf.concat([[batch], output_shape], 0), dtype)
+    if layer.return_sequences:
+        buffer = tf.zeros(tf.concat([[batch, steps], output_shape], 0), dtype)
+    else:
+        buffer = tf.zeros([0], dtype)  # unused, but the loop carries it
+    zero_start = [0] * len(output_shape)
+
+    def body(t, last, buffer, *states):
+        x_t = tf.gather(sequences, t, axis=1)
+        output, new_states = _call_cell(layer, x_t, list(states))
+        output = tf.cast(output, dtype)
+        if mask is not None:
+            mask_t = tf.gather(mask, t, axis=1)
+            held = tf.zeros_like(output) if layer.zero_output_for_mask else last
+            output = _where(mask_t, output, held)
+            new_states = [_where(mask_t, n, s) for n, s in zip(new_states, states)]
+        if layer.return_sequences:
+            buffer = dynamic_update_slice(
+                buffer, output[:, None], [0, t] + zero_start
+            )
+        return (t + 1, output, buffer, *new_states)
+
+    loop_vars = (tf.constant(0), last, buffer, *states)
+    _, last, buffer, *states = tf.while_loop(
+        lambda t, *_: t < steps,
+        body,
+        loop_vars,
+        shape_invariants=tuple(_invariant(v) for v in loop_vars),
+    )
+    output = buffer if layer.return_sequences else last
+    if layer.return_state:
+        packed = tree.pack_sequence_as(layer.get_initial_state(1), states)
+        return [output] + list(packed)
+    return output
+
+
+def _invariant(value):
+    """The batch may vary across calls; the loop keeps every other axis."""
+    shape = value.shape.as_list()
+    if shape:
+        shape[0] = None
+    return tf.TensorShape(shape)
+
+
+def _bidirectional_sequence(layer, sequences, mask, states):
+    n_forward = len(initial_state(layer.forward_layer, 1))
+    forward_states = backward_states = None
+    if states is not None:
+        forward_states, backward_states = states[:n_forward], states[n_forward:]
+    forward = sequence(layer.forward_layer, sequences, mask, forward_states)
+    backward = sequence(layer.backward_layer, sequences, mask, backward_states)
+    if layer.return_state:
+        forward, *forward_final = forward
+        backward, *backward_final = backward
+    if layer.return_sequences:
+        backward = tf.reverse(backward, [1])
+    merged = {
+        "concat": lambda: tf.concat([forward, backward], -1),
+        "sum": lambda: forward + backward,
+        "ave": lambda: (forward + backward) / 2,
+        "mul": lambda: forward * backward,
+        None: lambda: [forward, backward],
+    }[layer.merge_mode]()
+    if layer.return_state:
+        merged = merged if isinstance(merged, list) else [merged]
+        return merged + forward_final + backward_final
+    return merged
+
+
+def check_can_stream(layer):
+    """Raises `ExportError` if the layer needs the end of the sequence."""
+    if isinstance(layer, keras.layers.Bidirectional):
+        raise ExportError(
+            f"layer '{layer.name}' is Bidirectional: its backward half needs the "
+            "end of the sequence, so it cannot stream"
+        )
+    if layer.go_backwards:
+        raise ExportError(
+            f"layer '{layer.name}' has go_backwards=True: it needs the end of the "
+            "sequence, so it cannot stream"
+        )
+    if layer.return_state:
+        raise ExportError(
+            f"layer '{layer.name}' has return_state=True; the streaming step returns "
+            "the states itself, so export the model without it"
+        )
+
+
+def step(layer, sequences, mask, states):
+    """One step of a recurrent layer from explicit `states`.
+
+    `sequences` is a one-step sequence (batch, 1, ...). Returns the layer's
+    output for it (with its time axis if the layer returns sequences) and
+    the flat list of new states.
+    """
+    check_can_stream(layer)
+    output, new_states = _call_cell(layer, sequences[:, 0], list(states))
+    output = tf.cast(output, layer.compute_dtype)
+    if mask is not None:
+        # A masked frame repeats the previous output, which is states[0] for
+        # every cell whose output is its first state (Keras' cells and ours).
+        mask_t = _step_mask(mask)[:, 0]
+        held = tf.zeros_like(output) if layer.zero_output_for_mask else states[0]
+        output = _where(mask_t, output, tf.cast(held, output.dtype))
+        new_states = [_where(mask_t, n, s) for n, s in zip(new_states, states)]
+    if layer.return_sequences:
+        output = output[:, None]
+    return output, new_states

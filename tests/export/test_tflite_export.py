@@ -1,0 +1,204 @@
+"""TFLite export of recurrent models, Keras' own layers included: builtins
+only, dynamic batch and length, masking, streaming, quantization."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_relrec.export import ExportError
+from keras_relrec.export import export_saved_model
+from keras_relrec.export import export_tflite
+from keras_relrec.export import inspect_tflite
+from keras_relrec.export import run_sequence
+from keras_relrec.export import run_streaming
+from keras_relrec.layers import CoupledLSTMCell
+from keras_relrec.layers import PeepholeLSTMCell
+
+D = 3
+ATOL = 1e-5
+BATCHES = (1, 3)
+LENGTHS = (1, 7, 500)
+
+
+def sequential(*layers, dtype="float32"):
+    shape = (None, D) if dtype == "float32" else (None,)
+    inputs = keras.Input(shape, dtype=dtype, name="sequence")
+    x = inputs
+    for layer in layers:
+        x = layer(x)
+    return keras.Model(inputs, x)
+
+
+MODELS = {
+    "lstm_cell_sequences": lambda: sequential(keras.layers.RNN(keras.layers.LSTMCell(4), return_sequences=True)),
+    "gru_cell_last": lambda: sequential(keras.layers.RNN(keras.layers.GRUCell(4))),
+    "simple_rnn_cell": lambda: sequential(keras.layers.RNN(keras.layers.SimpleRNNCell(4), return_sequences=True)),
+    "lstm": lambda: sequential(keras.layers.LSTM(4), keras.layers.Dense(2)),
+    "gru_reset_before": lambda: sequential(keras.layers.GRU(4, reset_after=False, return_sequences=True)),
+    "gru": lambda: sequential(keras.layers.GRU(4)),
+    "simple_rnn": lambda: sequential(keras.layers.SimpleRNN(4, return_sequences=True)),
+    "stacked_cells": lambda: sequential(
+        keras.layers.RNN([keras.layers.LSTMCell(4), keras.layers.GRUCell(3)], return_sequences=True)
+    ),
+    "masked_ours_stacked": lambda: sequential(
+        keras.layers.Masking(0.0),
+        keras.layers.RNN(PeepholeLSTMCell(4), return_sequences=True),
+        keras.layers.RNN(CoupledLSTMCell(5, use_peepholes=True), return_sequences=True),
+        keras.layers.Dense(2),
+    ),
+    "embedding_mask_zero": lambda: sequential(
+        keras.layers.Embedding(10, D, mask_zero=True), keras.layers.LSTM(4), dtype="int32"
+    ),
+    "masked_lstm_last": lambda: sequential(keras.layers.Masking(0.0), keras.layers.LSTM(4)),
+    "bidirectional_concat": lambda: sequential(
+        keras.layers.Masking(0.0),
+        keras.layers.Bidirectional(keras.layers.LSTM(4, return_sequences=True)),
+    ),
+    "bidirectional_gru_sum": lambda: sequential(
+        keras.layers.Bidirectional(keras.layers.GRU(4), merge_mode="sum")
+    ),
+    "go_backwards": lambda: sequential(keras.layers.LSTM(4, go_backwards=True, return_sequences=True)),
+}
+STREAMING = [
+    name for name in MODELS if not name.startswith(("bidirectional", "go_backwards"))
+]
+
+
+def make_input(model, batch, length, seed=0):
+    rng = np.random.default_rng(seed)
+    if model.inputs[0].dtype == "int32":
+        x = rng.integers(1, 10, size=(batch, length)).astype("int32")
+    else:
+        x = rng.normal(size=(batch, length, D)).astype("float32")
+    if length > 2:
+        x[0, -2:] = 0  # padding at the end of the first sequence
+        x[-1, 1] = 0  # and a gap inside the last one
+    return x
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Each model and its sequence-mode file, converted once."""
+    folder = tmp_path_factory.mktemp("tflite")
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            keras.utils.set_random_seed(0)
+            model = MODELS[name]()
+            path = folder / f"{name}.tflite"
+            summary = export_tflite(model, path)
+            cache[name] = (model, path, summary)
+        return cache[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_sequence_mode_is_builtins_only_and_matches_keras(name, exported):
+    model, path, summary = exported(name)
+    assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
+    assert "WHILE" in summary["ops"]
+    (shape, _), = summary["signatures"]["serve"]["inputs"].values()
+    assert shape[:2] == (-1, -1), "batch and length must be dynamic"
+    for batch in BATCHES:
+        for length in LENGTHS:
+            x = make_input(model, batch, length)
+            got = run_sequence(path, x)["output"]
+            np.testing.assert_allclose(got, model.predict(x, verbose=0), atol=ATOL,
+                                       err_msg=f"batch {batch}, length {length}")
+
+
+@pytest.mark.parametrize("name", STREAMING)
+def test_streaming_frame_by_frame_matches_full_sequence(name, tmp_path):
+    keras.utils.set_random_seed(0)
+    model = MODELS[name]()
+    path = tmp_path / "step.tflite"
+    summary = export_tflite(model, path, streaming=True)
+    assert set(summary["signatures"]) == {"step", "initial_state"}
+    assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
+    x = make_input(model, 3, 9)
+    frames, _ = run_streaming(path, x)
+    full = model.predict(x, verbose=0)
+    if full.ndim == frames.ndim:  # the model returns sequences
+        np.testing.assert_allclose(frames, full, atol=ATOL)
+    else:  # the output for a prefix is the step output at its last frame
+        np.testing.assert_allclose(frames[:, -1], full, atol=ATOL)
+        np.testing.assert_allclose(frames[:, 4], model.predict(x[:, :5], verbose=0), atol=ATOL)
+
+
+@pytest.mark.parametrize("name", ["bidirectional_concat", "go_backwards"])
+def test_layers_that_need_the_future_cannot_stream(name, tmp_path):
+    model = MODELS[name]()
+    layer = [l for l in model.layers if "bidirectional" in l.name or "lstm" in l.name][0]
+    with pytest.raises(ExportError, match=f"layer '{layer.name}'"):
+        export_tflite(model, tmp_path / "x.tflite", streaming=True)
+
+
+def test_time_mixing_layer_cannot_stream(tmp_path):
+    model = sequential(
+        keras.layers.LSTM(4, return_sequences=True), keras.layers.GlobalAveragePooling1D()
+    )
+    with pytest.raises(ExportError, match="global_average_pooling1d"):
+        export_tflite(model, tmp_path / "x.tflite", streaming=True)
+
+
+def test_saved_model_has_serve_and_step(tmp_path):
+    import tensorflow as tf
+
+    model = MODELS["masked_ours_stacked"]()
+    assert export_saved_model(model, tmp_path / "sm") == ["serve", "step", "initial_state"]
+    loaded = tf.saved_model.load(str(tmp_path / "sm"))
+    x = make_input(model, 3, 6)
+    serve = loaded.serve({"sequence": x})["output"]
+    np.testing.assert_allclose(serve, model.predict(x, verbose=0), atol=ATOL)
+    states = loaded.initial_state(tf.constant(3))
+    outputs = []
+    for t in range(x.shape[1]):
+        result = loaded.step({"sequence": x[:, t], **states})
+        outputs.append(result["output"])
+        states = {k: result[k] for k in states}
+    np.testing.assert_allclose(np.stack(outputs, 1), serve, atol=ATOL)
+
+
+@pytest.mark.parametrize("quantize", ["float16", "dynamic_int8", "int8"])
+@pytest.mark.parametrize("streaming", [False, True])
+def test_quantized_exports_run_and_stay_close(quantize, streaming, tmp_path):
+    keras.utils.set_random_seed(0)
+    model = sequential(
+        keras.layers.RNN(PeepholeLSTMCell(16), return_sequences=True), keras.layers.Dense(4)
+    )
+    calibration = make_input(model, 32, 10, seed=1)
+    path = tmp_path / "q.tflite"
+    summary = export_tflite(
+        model, path, streaming=streaming, quantize=quantize,
+        representative_data=calibration if quantize == "int8" else None,
+    )
+    assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
+    held_out = make_input(model, 4, 10, seed=2)
+    want = model.predict(held_out, verbose=0)
+    got = run_streaming(path, held_out)[0] if streaming else run_sequence(path, held_out)["output"]
+    # Bounds from the quantization step sizes, generous against flakiness but
+    # far below the output scale (about 1): a broken export misses them.
+    bound = {"float16": 1e-2, "dynamic_int8": 0.1, "int8": 0.2}[quantize]
+    assert np.abs(got - want).max() < bound
+
+
+def test_float32_file_is_close_to_the_weights_size(tmp_path):
+    model = sequential(keras.layers.RNN(PeepholeLSTMCell(128), return_sequences=True))
+    summary = export_tflite(model, tmp_path / "m.tflite")
+    weights = sum(w.size * 4 for w in model.get_weights())
+    assert summary["size_bytes"] <= 1.1 * weights
+
+
+def test_bad_arguments(tmp_path):
+    model = MODELS["lstm"]()
+    with pytest.raises(ValueError, match="quantize"):
+        export_tflite(model, tmp_path / "x.tflite", quantize="int4")
+    with pytest.raises(ValueError, match="representative_data"):
+        export_tflite(model, tmp_path / "x.tflite", quantize="int8")
+    with pytest.raises(ExportError, match="unroll"):
+        export_tflite(
+            keras.Sequential([keras.Input((5, D)), keras.layers.LSTM(2, unroll=True)]),
+            tmp_path / "x.tflite",
+        )
