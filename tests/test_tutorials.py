@@ -24,3 +24,21 @@ def test_timing_with_peepholes_tiny(tmp_path):
     assert params["CoupledLSTMCell + peepholes"] < params["LSTM"] < params["PeepholeLSTMCell"]
     assert (tmp_path / "timing_learning_curves.png").stat().st_size > 1000
     assert "| PeepholeLSTMCell |" in (tmp_path / "timing_results.md").read_text()
+
+
+def test_deploy_to_device_tiny(tmp_path):
+    tutorial = load_tutorial("deploy_to_device")
+    rows = tutorial.main(["--tiny", "--output-dir", str(tmp_path)])
+    names = [r["name"] for r in rows]
+    assert names == [
+        "Keras (float32, whole utterance per call)",
+        "LiteRT float32, frame by frame",
+        "LiteRT int8, frame by frame",
+    ]
+    # Float32 streaming in LiteRT gives Keras' answers on every utterance.
+    assert rows[1]["agree"] == 1.0
+    assert rows[1]["accuracy"] == rows[0]["accuracy"]
+    for r in rows:
+        assert r["bytes"] > 0 and r["us_per_frame"] > 0
+    assert (tmp_path / "deploy_streaming.png").stat().st_size > 1000
+    assert "| LiteRT int8, frame by frame |" in (tmp_path / "deploy_results.md").read_text()

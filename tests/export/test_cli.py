@@ -1,0 +1,85 @@
+"""The `keras-relrec` command: export, inspect, and one-line failures."""
+
+import pathlib
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_relrec.export import cli
+from keras_relrec.layers import CoupledLSTMCell
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cli")
+    inputs = keras.Input((None, 3), name="sequence")
+    h = keras.layers.RNN(CoupledLSTMCell(4, use_peepholes=True), return_sequences=True)(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(2)(h))
+    model.save(folder / "ok.keras")
+    pooled = keras.Model(inputs, keras.layers.GlobalAveragePooling1D(name="pool")(h))
+    pooled.save(folder / "pooled.keras")
+    return folder
+
+
+def run(argv, capsys):
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_export_and_inspect(saved, capsys):
+    out_path = saved / "ok.tflite"
+    code, out, err = run(["export", str(saved / "ok.keras"), "--tflite", str(out_path), "--streaming"], capsys)
+    assert code == 0, err
+    assert "signatures: step, initial_state" in out or "signatures: initial_state, step" in out
+    code, out, err = run(["inspect", str(out_path)], capsys)
+    assert code == 0, err
+    assert "signature 'step':" in out and "signature 'initial_state':" in out
+    assert "WHILE" not in out  # one step: no loop
+    assert "CUSTOM" not in out
+    assert "rnn_state_0" in out and "FULLY_CONNECTED" in out
+
+
+def test_export_quantized_with_calibration(saved, capsys, tmp_path):
+    data = tmp_path / "calibration.npy"
+    np.save(data, np.random.default_rng(0).normal(size=(8, 5, 3)).astype("float32"))
+    out_path = tmp_path / "int8.tflite"
+    code, out, err = run(
+        ["export", str(saved / "ok.keras"), "--tflite", str(out_path), "--quantize", "int8",
+         "--calibration", str(data)],
+        capsys,
+    )
+    assert code == 0, err
+    assert out_path.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "argv, reason",
+    [
+        (["export", "missing.keras", "--tflite", "x.tflite"], "no such file: missing.keras"),
+        (["inspect", "missing.tflite"], "no such file: missing.tflite"),
+        (["export", "{saved}/pooled.keras", "--tflite", "{saved}/x.tflite", "--streaming"], "layer 'pool'"),
+        (["export", "{saved}/ok.keras", "--tflite", "{saved}/x.tflite", "--quantize", "int8"], "--calibration"),
+        (["export", "{saved}/ok.keras"], "nothing to do"),
+        (["inspect", "{saved}/ok.keras"], "not a readable .tflite file"),
+    ],
+)
+def test_failures_exit_non_zero_with_one_line(saved, capsys, argv, reason):
+    argv = [a.format(saved=saved) for a in argv]
+    code, out, err = run(argv, capsys)
+    assert code == 1
+    assert err.count("\n") == 1 and err.startswith("keras-relrec: error: ")
+    assert reason in err
+
+
+def test_console_script_is_installed(saved):
+    script = pathlib.Path(sys.executable).parent / "keras-relrec"
+    result = subprocess.run([str(script), "inspect", str(saved / "nothing.tflite")],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    # TensorFlow's own start-up lines may come first; the reason is the last.
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == f"keras-relrec: error: no such file: {saved / 'nothing.tflite'}"
