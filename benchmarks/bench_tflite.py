@@ -111,13 +111,31 @@ def keras_unrolled_export(model, path):
         return '`model.export(format="litert")`'
     except Exception as error:  # exporters raise many types
         failure = one_line(error)
-    with tempfile.TemporaryDirectory() as folder:
-        model.export(folder, format="tf_saved_model", verbose=False)
-        converter = tf.lite.TFLiteConverter.from_saved_model(folder)
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-        path.write_bytes(converter.convert())
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            model.export(folder, format="tf_saved_model", verbose=False)
+            converter = tf.lite.TFLiteConverter.from_saved_model(folder)
+            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+            path.write_bytes(converter.convert())
+    except Exception as error:
+        # Keep both reasons: the table shows this instead of a time.
+        raise RuntimeError(f'format="litert": {failure}; builtins-only conversion of '
+                           f"its SavedModel: {one_line(error)}") from None
     return ('SavedModel from `model.export(format="tf_saved_model")`, converted '
             f'with TFLITE_BUILTINS only (`format="litert"` failed: {failure})')
+
+
+def litert_interpreter(path, args):
+    return Interpreter(model_path=str(path), num_threads=args.litert_threads)
+
+
+def only_signature(interpreter):
+    """(runner, input name) of a single-signature, single-input file, whatever
+    Keras named them."""
+    (key,) = interpreter.get_signature_list()
+    runner = interpreter.get_signature_runner(key)
+    (name,) = runner.get_input_details()
+    return runner, name
 
 
 class Exports:
@@ -150,23 +168,17 @@ class Exports:
         # symbolic loop: TensorList ops, i.e. Flex.
         print("Keras export, default", flush=True)
         self.keras_default = folder / "keras_default.tflite"
+        self.keras_default_runs = None  # or why it does not run in LiteRT
         try:
             model.export(str(self.keras_default), format="litert", verbose=False)
         except Exception as error:
             self.keras_default = one_line(error)
-
-
-def litert_interpreter(path, args):
-    return Interpreter(model_path=str(path), num_threads=args.litert_threads)
-
-
-def only_signature(interpreter):
-    """(runner, input name) of a single-signature, single-input file, whatever
-    Keras named them."""
-    (key,) = interpreter.get_signature_list()
-    runner = interpreter.get_signature_runner(key)
-    (name,) = runner.get_input_details()
-    return runner, name
+            return
+        try:
+            runner, name = only_signature(litert_interpreter(self.keras_default, args))
+            runner(**{name: np.zeros((1, args.seq_len, args.features), np.float32)})
+        except Exception as error:
+            self.keras_default_runs = one_line(error)
 
 
 # Samplers: each runs its variant once and returns the seconds it took. The
@@ -291,27 +303,23 @@ def sequence_variants(model, exports, x, args):
 
     if isinstance(exports.unrolled, pathlib.Path):
         runner, name = only_signature(litert_interpreter(exports.unrolled, args))
-        # Default arguments bind now: `runner` and `name` are reused below.
+        # Default arguments bind now, not when the sampler runs.
         sampler = plain_sampler(lambda runner=runner, name=name: runner(**{name: x}))
     else:
         sampler = f"conversion failed: {exports.unrolled}"
     variants.append(dict(
         name="LiteRT, Keras' export of the model with `unroll=True`", quantize="float32",
-        sampler=sampler, note=f"fixed length {args.seq_len}; {exports.unrolled_route or ''}"))
+        sampler=sampler,
+        note="; ".join(filter(None, [f"fixed length {args.seq_len}", exports.unrolled_route]))))
 
     # Keras' default export is timed only in the unlikely case this LiteRT
     # build can run its Flex ops.
-    exports.keras_default_runs = None
-    if isinstance(exports.keras_default, pathlib.Path):
-        try:
-            runner, name = only_signature(litert_interpreter(exports.keras_default, args))
-            runner(**{name: x})
-            variants.append(dict(
-                name="LiteRT, Keras' default export (`unroll=False`)", quantize="float32",
-                sampler=plain_sampler(lambda runner=runner, name=name: runner(**{name: x})),
-                note="contains Flex ops"))
-        except Exception as error:
-            exports.keras_default_runs = one_line(error)
+    if isinstance(exports.keras_default, pathlib.Path) and exports.keras_default_runs is None:
+        runner, name = only_signature(litert_interpreter(exports.keras_default, args))
+        variants.append(dict(
+            name="LiteRT, Keras' default export (`unroll=False`)", quantize="float32",
+            sampler=plain_sampler(lambda runner=runner, name=name: runner(**{name: x})),
+            note="contains Flex ops"))
     return variants
 
 
@@ -366,8 +374,8 @@ def latency_table(variants, unit, scale, digits):
     lines = [f"| Variant | Quantize | Median {unit} | vs LiteRT float32 | Note |",
              "|---|---|---:|---:|---|"]
     for v in variants:
-        if v["seconds"] is None:
-            time_cell, ratio, note = "—", "—", v["sampler"]
+        if v["seconds"] is None:  # the sampler is the reason it is missing
+            time_cell, ratio, note = v["sampler"], "—", v["note"]
         else:
             time_cell = fmt_time(v["seconds"], scale, digits)
             ratio = "—" if base is None else f"{v['seconds'] / base:.2f}x"
@@ -397,7 +405,8 @@ def failed_exports(exports):
 
 def keras_default_line(exports):
     if not isinstance(exports.keras_default, pathlib.Path):
-        return f"- Keras' default LiteRT export of the model (`unroll=False`): failed: {exports.keras_default}"
+        return ("- Keras' default LiteRT export of the model (`unroll=False`): failed: "
+                f"{exports.keras_default}")
     content = exports.keras_default.read_bytes()
     flex = custom_ops(content)
     ops = ", ".join(op.split(":", 1)[1] for op in flex) or "none"
@@ -543,7 +552,9 @@ def main(argv=None):
     # Three disjoint draws from one distribution: timing input, int8
     # calibration, and the held-out accuracy check.
     rng = np.random.default_rng(args.seed)
-    draw = lambda n: rng.standard_normal((n, args.seq_len, args.features), dtype=np.float32)  # noqa: E731
+    def draw(n):
+        return rng.standard_normal((n, args.seq_len, args.features), dtype=np.float32)
+
     x_time, calibration, x_eval = draw(1), draw(args.calibration_examples), draw(args.eval_examples)
     frames = [x_time[:, t] for t in range(args.seq_len)]
 

@@ -40,7 +40,7 @@ def test_export_and_inspect(saved, capsys):
     assert "signature 'step':" in out and "signature 'initial_state':" in out
     assert "WHILE" not in out  # one step: no loop
     assert "CUSTOM" not in out
-    assert "rnn_state_0" in out and "FULLY_CONNECTED" in out
+    assert "_state_0" in out and "_state_1" in out and "FULLY_CONNECTED" in out
 
 
 def test_export_quantized_with_calibration(saved, capsys, tmp_path):
