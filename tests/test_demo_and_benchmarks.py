@@ -40,3 +40,19 @@ def test_lstm_benchmark_quick(tmp_path):
     for model in ("keras.layers.LSTM", "PeepholeLSTMCell", "CoupledLSTMCell"):
         assert f"| {model} | True |" in text and f"| {model} | False |" in text
     assert "Matmul peak" in text
+
+
+def test_tflite_benchmark_quick(tmp_path):
+    output = tmp_path / "RESULTS.md"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_tflite.py"),
+         "--quick", "--output", str(output)],
+        check=True,
+        capture_output=True,
+    )
+    text = output.read_text()
+    assert "<!-- bench_tflite:start -->" in text and "<!-- bench_tflite:end -->" in text
+    for heading in ("Per-step (streaming) latency", "Per-sequence latency", "File size and accuracy"):
+        assert heading in text
+    for mode in ("float32", "float16", "dynamic_int8", "int8"):
+        assert f"| {mode} |" in text
