@@ -28,29 +28,26 @@ def test_demo_tiny(tmp_path):
     assert (tmp_path / "adding_problem_step.tflite").is_file()
 
 
-def test_lstm_benchmark_quick(tmp_path):
+def run_quick(script, tmp_path):
+    """Runs a benchmark script in its quick mode; returns what it wrote."""
     output = tmp_path / "RESULTS.md"
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_lstm_cells.py"),
-         "--quick", "--output", str(output)],
+        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--output", str(output)],
         check=True,
         capture_output=True,
     )
-    text = output.read_text()
+    return output.read_text()
+
+
+def test_lstm_benchmark_quick(tmp_path):
+    text = run_quick("bench_lstm_cells.py", tmp_path)
     for model in ("keras.layers.LSTM", "PeepholeLSTMCell", "CoupledLSTMCell"):
         assert f"| {model} | True |" in text and f"| {model} | False |" in text
     assert "Matmul peak" in text
 
 
 def test_tflite_benchmark_quick(tmp_path):
-    output = tmp_path / "RESULTS.md"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_tflite.py"),
-         "--quick", "--output", str(output)],
-        check=True,
-        capture_output=True,
-    )
-    text = output.read_text()
+    text = run_quick("bench_tflite.py", tmp_path)
     assert "<!-- bench_tflite:start -->" in text and "<!-- bench_tflite:end -->" in text
     for heading in ("Per-step (streaming) latency", "Per-sequence latency", "File size and accuracy"):
         assert heading in text

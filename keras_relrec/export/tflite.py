@@ -2,6 +2,7 @@
 quantized variants."""
 
 import pathlib
+import re
 import tempfile
 
 import numpy as np
@@ -137,11 +138,18 @@ def _calibration_data(model, representative_data, streaming):
 
 
 def _conversion_reason(model, error):
-    """One line: the converter's first error line and the layer it names."""
+    """One line: what the converter rejected and the layer it belongs to.
+
+    The converter reports ops by their TensorFlow name scope, which starts
+    with the layer name (plus `_<n>` when traced more than once)."""
     text = str(error)
-    lines = [l.strip() for l in text.splitlines() if "error" in l.lower()]
-    first = (lines or [text.strip().splitlines()[0] if text.strip() else repr(error)])[0]
+    lines = [l.strip() for l in text.splitlines() if "error:" in l]
+    first = lines[0] if lines else (text.strip().splitlines() or [repr(error)])[0]
+    first = first.rsplit("): ", 1)[-1]  # drop the location, keep the reason
     for layer in model_graph.layers_in_order(model):
-        if f"/{layer.name}/" in text or f"'{layer.name}'" in text:
-            return f"layer '{layer.name}' ({layer.__class__.__name__}) does not convert to TFLite builtins: {first}"
+        if re.search(rf"""(^|[/"'\s]){re.escape(layer.name)}(_\d+)?/""", text):
+            return (
+                f"layer '{layer.name}' ({layer.__class__.__name__}) does not convert "
+                f"to TFLite builtins: {first}"
+            )
     return f"the model does not convert to TFLite builtins: {first}"

@@ -10,6 +10,7 @@ import pytest
 
 from keras_relrec.export import cli
 from keras_relrec.layers import CoupledLSTMCell
+from tests.export.test_tflite_export import Erfinv
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +22,8 @@ def saved(tmp_path_factory):
     model.save(folder / "ok.keras")
     pooled = keras.Model(inputs, keras.layers.GlobalAveragePooling1D(name="pool")(h))
     pooled.save(folder / "pooled.keras")
+    odd = keras.Model(inputs, Erfinv(name="odd_math")(h))
+    odd.save(folder / "odd.keras")
     return folder
 
 
@@ -64,6 +67,7 @@ def test_export_quantized_with_calibration(saved, capsys, tmp_path):
         (["export", "{saved}/pooled.keras", "--tflite", "{saved}/x.tflite", "--streaming"], "layer 'pool'"),
         (["export", "{saved}/ok.keras", "--tflite", "{saved}/x.tflite", "--quantize", "int8"], "--calibration"),
         (["export", "{saved}/ok.keras"], "nothing to do"),
+        (["export", "{saved}/odd.keras", "--tflite", "{saved}/x.tflite"], "layer 'odd_math' (Erfinv)"),
         (["inspect", "{saved}/ok.keras"], "not a readable .tflite file"),
     ],
 )

@@ -202,3 +202,21 @@ def test_bad_arguments(tmp_path):
             keras.Sequential([keras.Input((5, D)), keras.layers.LSTM(2, unroll=True)]),
             tmp_path / "x.tflite",
         )
+
+
+@keras.saving.register_keras_serializable(package="keras_relrec_tests")
+class Erfinv(keras.layers.Layer):
+    """An op TFLite has no builtin for."""
+
+    def call(self, x):
+        return keras.ops.erfinv(keras.ops.tanh(x))
+
+
+def test_a_layer_without_builtins_is_named(tmp_path):
+    model = sequential(keras.layers.LSTM(4, return_sequences=True), Erfinv(name="odd_math"))
+    with pytest.raises(ExportError) as info:
+        export_tflite(model, tmp_path / "x.tflite")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("layer 'odd_math' (Erfinv) does not convert to TFLite builtins")
+    assert "Erfinv" in message.split(":", 1)[1]
