@@ -1,5 +1,6 @@
 """Public layers and cells of keras_relrec, one family per sub-package."""
 
+from keras_relrec.layers.relational import RelationalMemoryCell
 from keras_relrec.layers.recurrent import CoupledLSTMCell
 from keras_relrec.layers.recurrent import PeepholeConvLSTM2D
 from keras_relrec.layers.recurrent import PeepholeLSTMCell

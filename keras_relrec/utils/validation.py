@@ -41,3 +41,12 @@ def check_seed(value):
             f"Argument `seed` must be an int or None; received seed={value!r}."
         )
     return None if value is None else int(value)
+
+
+def check_float(name, value):
+    """A real number; infinities pass (the RMC's gate biases use them)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
+        raise ValueError(
+            f"Argument `{name}` must be a float; received {name}={value!r}."
+        )
+    return float(value)

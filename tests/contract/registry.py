@@ -25,8 +25,9 @@ class Entry:
         arguments (`return_state`, `stateful`, `go_backwards`, masking).
     bad_kwargs: constructor overrides that must raise `ValueError`, each with
         the argument name the message must contain.
-    dropout_kwargs: the seed and rates of dropout, for recurrent entries;
-        the checks switch the input and the recurrent rate on one at a time.
+    dropout_kwargs: the seed and rates of dropout, for recurrent entries
+        that have dropout; the checks switch the input and the recurrent
+        rate on one at a time.
     bad_rank_match: what the error for an input of the wrong rank says.
     """
 
@@ -86,6 +87,32 @@ LSTM_BAD_KWARGS = [
 
 ENTRIES = [
     Entry(
+        layers.RelationalMemoryCell,
+        # Two blocks, two heads, a key size apart from the head size and
+        # random biases, so that every weight shapes the output.
+        {
+            "mem_slots": 3,
+            "head_size": 4,
+            "num_heads": 2,
+            "num_blocks": 2,
+            "key_size": 3,
+            "bias_initializer": "random_normal",
+        },
+        (5, 3),
+        is_cell=True,
+        recurrent=True,
+        bad_kwargs=[
+            ({"mem_slots": 0}, "mem_slots"),
+            ({"head_size": -1}, "head_size"),
+            ({"num_blocks": 1.5}, "num_blocks"),
+            ({"gate_style": "both"}, "gate_style"),
+            ({"forget_bias": "high"}, "forget_bias"),
+            ({"key_size": 0}, "key_size"),
+            ({"input_rows": 0}, "input_rows"),
+        ],
+        bad_rank_match=r"steps of shape \(batch, features\)",
+    ),
+    Entry(
         layers.PeepholeLSTMCell,
         {"units": 4},
         (5, 3),
@@ -132,3 +159,4 @@ ENTRIES = [
 ]
 
 RECURRENT_ENTRIES = [e for e in ENTRIES if e.recurrent]
+DROPOUT_ENTRIES = [e for e in RECURRENT_ENTRIES if e.dropout_kwargs]

@@ -20,6 +20,7 @@ from keras_relrec.export import export_tflite
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
 from keras_relrec.utils.registration import PUBLIC_LAYERS
+from tests.contract.registry import DROPOUT_ENTRIES
 from tests.contract.registry import ENTRIES
 from tests.contract.registry import RECURRENT_ENTRIES
 
@@ -31,6 +32,7 @@ entries = pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.id)
 recurrent_entries = pytest.mark.parametrize(
     "entry", RECURRENT_ENTRIES, ids=lambda e: e.id
 )
+dropout_entries = pytest.mark.parametrize("entry", DROPOUT_ENTRIES, ids=lambda e: e.id)
 
 
 def test_every_public_layer_has_an_entry():
@@ -175,9 +177,10 @@ def jax_results(tmp_path_factory):
             masked.save(folder / f"{name}.masked.keras")
             case["x_masked"] = x_masked
             record["masked_outputs"] = np.asarray(masked(x_masked))
-            entry.make_model(**entry.dropout_kwargs).save(
-                folder / f"{name}.dropout.keras"
-            )
+            if entry.dropout_kwargs:
+                entry.make_model(**entry.dropout_kwargs).save(
+                    folder / f"{name}.dropout.keras"
+                )
         np.savez(folder / f"{name}.tf.npz", **case)
         record["fit_weights"] = sgd_fit_weights(model, x, y)
         expected[name] = record
@@ -206,10 +209,16 @@ def test_jax_backend_matches_tensorflow(entry, jax_results):
 
 
 @recurrent_entries
-def test_jax_masking_and_dropout(entry, jax_results):
+def test_jax_masking(entry, jax_results):
     expected, got = jax_results
     want, have = expected[entry.id], got[entry.id]
     np.testing.assert_allclose(have["masked_outputs"], want["masked_outputs"], atol=ATOL)
+
+
+@dropout_entries
+def test_jax_dropout(entry, jax_results):
+    _, got = jax_results
+    have = got[entry.id]
     assert np.all(np.isfinite(have["dropout_train"]))
     assert not np.allclose(have["dropout_train"], have["dropout_infer"])
 
@@ -309,7 +318,7 @@ def test_go_backwards(entry):
     np.testing.assert_allclose(backward(x), forward(x[:, ::-1]), atol=ATOL)
 
 
-@recurrent_entries
+@dropout_entries
 def test_input_dropout(entry):
     kwargs = {**entry.dropout_kwargs, "recurrent_dropout": 0.0}
     layer = entry.make_layer(**kwargs)
@@ -324,7 +333,7 @@ def test_input_dropout(entry):
     sgd_mse(model, jit_compile=True).train_on_batch(x, target_for(model, x))
 
 
-@recurrent_entries
+@dropout_entries
 def test_recurrent_dropout(entry):
     kwargs = {**entry.dropout_kwargs, "dropout": 0.0}
     layer = entry.make_layer(**kwargs)
@@ -345,19 +354,38 @@ def assert_builtins_only(summary):
     assert not [op for op in summary["ops"] if op.startswith("CUSTOM")], summary["ops"]
 
 
+def float64_copy(entry, model, dynamic_length):
+    """The same model computed in float64, for the float32 noise floor."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float64")
+    try:
+        copy = entry.make_model(dynamic_length=dynamic_length)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    copy.set_weights(model.get_weights())
+    return copy
+
+
 @entries
 def test_tflite_sequence_mode(entry, tmp_path):
+    """LiteRT gives Keras' outputs within 1e-5, or, where a long sequence
+    makes float32 itself drift (Keras' float32 output against the same model
+    in float64), within four times that drift: the export must be as exact
+    as Keras' own float32 computation."""
     path = tmp_path / "model.tflite"
     model = entry.make_model(dynamic_length=entry.recurrent)
+    exact = float64_copy(entry, model, entry.recurrent)
     summary = export_tflite(model, path, dynamic_length=entry.recurrent)
     assert_builtins_only(summary)
     lengths = (1, 7, 500) if entry.recurrent else (None,)
     for batch in (1, 3):
         for length in lengths:
             x = entry.make_input(batch=batch, length=length)
+            keras_out = model.predict(x, verbose=0)
+            drift = np.abs(keras_out - exact.predict(x.astype("float64"), verbose=0)).max()
             np.testing.assert_allclose(
-                run_sequence(path, x)["output"], model.predict(x, verbose=0), atol=ATOL,
-                err_msg=f"batch {batch}, length {length}",
+                run_sequence(path, x)["output"], keras_out, atol=max(ATOL, 4 * drift),
+                err_msg=f"batch {batch}, length {length}, float32 drift {drift:.1e}",
             )
 
 
