@@ -185,19 +185,19 @@ class RelationalMemoryCell(keras.layers.Layer):
         axes = {-1: input_shape[-1]}
         self.input_spec = keras.layers.InputSpec(ndim=rank, axes=axes)
         rows = 1 if self.input_rows is None else self.input_rows
-        self.input_projection.build(input_shape)
+        self.input_projection.build((None, input_shape[-1]))
         for block in self.blocks:
-            block["qkv"].build((None, self.mem_slots + rows, self.mem_size))
+            block["qkv"].build((None, self.mem_size))
             block["qkv_norm"].build(
-                (None, None, self.num_heads * (2 * self.key_size + self.head_size))
+                (None, self.num_heads * (2 * self.key_size + self.head_size))
             )
-            block["attention_norm"].build((None, None, self.mem_size))
-            block["mlp_norm"].build((None, None, self.mem_size))
+            block["attention_norm"].build((None, self.mem_size))
+            block["mlp_norm"].build((None, self.mem_size))
         for layer in self.mlp:
-            layer.build((None, None, self.mem_size))
+            layer.build((None, self.mem_size))
         if self.gate_style is not None:
             self.gate_input.build((None, rows * self.mem_size))
-            self.gate_memory.build((None, self.mem_slots, self.mem_size))
+            self.gate_memory.build((None, self.mem_size))
 
     def initial_memory(self, batch_size):
         """The reference's initial memory: identity rows, padded or truncated
@@ -211,32 +211,38 @@ class RelationalMemoryCell(keras.layers.Layer):
             ops.zeros((batch_size, 1), dtype=self.compute_dtype),
         ]
 
-    def _attend(self, block, z):
-        batch, rows = ops.shape(z)[0], ops.shape(z)[1]
+    def _attend(self, block, rows, batch, count):
+        """Multi-head attention over `rows` (batch·count, D), every row
+        attending to all `count` rows of its example."""
         heads, k, v = self.num_heads, self.key_size, self.head_size
-        qkv = block["qkv_norm"](block["qkv"](z))
-        qkv = ops.transpose(ops.reshape(qkv, (batch, rows, heads, 2 * k + v)), (0, 2, 1, 3))
+        qkv = block["qkv_norm"](block["qkv"](rows))
+        qkv = ops.transpose(ops.reshape(qkv, (batch, count, heads, 2 * k + v)), (0, 2, 1, 3))
         q, key, value = qkv[..., :k], qkv[..., k : 2 * k], qkv[..., 2 * k :]
         q = q * ops.cast(k ** -0.5, q.dtype)
         weights = ops.softmax(ops.matmul(q, ops.swapaxes(key, -1, -2)), axis=-1)
         attended = ops.transpose(ops.matmul(weights, value), (0, 2, 1, 3))
-        return ops.reshape(attended, (batch, rows, heads * v)), weights
+        return ops.reshape(attended, (batch * count, heads * v)), weights
 
     def step(self, inputs, states):
         """One step; returns the new memory (batch, N, D), the new states and
         the attention weights of each block, (batch, heads, N + r, N + r)."""
         batch = ops.shape(inputs)[0]
-        memory = ops.reshape(states[0], (batch, self.mem_slots, self.mem_size))
+        n, d = self.mem_slots, self.mem_size
+        rows_in = 1 if self.input_rows is None else self.input_rows
+        count = n + rows_in
+        memory = ops.reshape(states[0], (batch, n, d))
         started = ops.reshape(states[1], (batch, 1, 1))
         memory = ops.where(started > 0.5, memory, self.initial_memory(batch))
 
-        projected = self.input_projection(inputs)
-        if self.input_rows is None:
-            projected = projected[:, None]
-        z = ops.concatenate([memory, projected], axis=1)
+        # Dense layers see 2-D (rows, features) tensors: on TensorFlow a 3-D
+        # input would go through a dynamic-shape tensordot whose gradient XLA
+        # cannot compile inside the recurrent loop.
+        flat_input = ops.reshape(inputs, (batch * rows_in, -1))
+        projected = ops.reshape(self.input_projection(flat_input), (batch, rows_in, d))
+        z = ops.reshape(ops.concatenate([memory, projected], axis=1), (batch * count, d))
         attention = []
         for block in self.blocks:
-            attended, weights = self._attend(block, z)
+            attended, weights = self._attend(block, z, batch, count)
             attention.append(weights)
             z = block["attention_norm"](z + attended)
             h = z
@@ -245,13 +251,14 @@ class RelationalMemoryCell(keras.layers.Layer):
                 if k < len(self.mlp) - 1:
                     h = ops.relu(h)
             z = block["mlp_norm"](z + h)
-        candidate = z[:, : self.mem_slots]
+        candidate = ops.reshape(z, (batch, count, d))[:, :n]
 
         if self.gate_style is None:
             new_memory = candidate
         else:
-            flat_input = ops.reshape(projected, (batch, -1))
-            gates = self.gate_memory(ops.tanh(memory)) + self.gate_input(flat_input)[:, None]
+            from_memory = self.gate_memory(ops.reshape(ops.tanh(memory), (batch * n, d)))
+            from_input = self.gate_input(ops.reshape(projected, (batch, rows_in * d)))
+            gates = ops.reshape(from_memory, (batch, n, -1)) + from_input[:, None]
             input_gate = ops.sigmoid(gates[..., : self.gate_width] + self.input_bias)
             forget_gate = ops.sigmoid(gates[..., self.gate_width :] + self.forget_bias)
             new_memory = input_gate * ops.tanh(candidate) + forget_gate * memory

@@ -1,0 +1,6 @@
+"""Loading weights trained by other implementations."""
+
+from keras_relrec.migrate.sonnet_relational_memory import load_sonnet_checkpoint
+from keras_relrec.migrate.sonnet_relational_memory import load_sonnet_relational_memory
+from keras_relrec.migrate.sonnet_relational_memory import read_sonnet_checkpoint
+from keras_relrec.migrate.sonnet_relational_memory import sonnet_variable_names
