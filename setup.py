@@ -32,7 +32,13 @@ setup(
         "tensorflow": ["tensorflow-cpu==2.21.0"],
         "jax": ["jax[cpu]==0.10.2"],
         "export": ["tensorflow-cpu==2.21.0", "ai-edge-litert==2.3.0"],
-        "datasets": ["aeon==1.6.0"],
+        # tensorflow-datasets imports these while preparing a data set.
+        "datasets": [
+            "aeon==1.6.0",
+            "tensorflow-datasets==4.9.10",
+            "importlib_resources==7.1.0",
+            "dill==0.4.1",
+        ],
         "tutorials": [
             "tensorflow-cpu==2.21.0",
             "ai-edge-litert==2.3.0",
@@ -45,6 +51,9 @@ setup(
             "matplotlib==3.11.2",
             "ai-edge-litert==2.3.0",
             "aeon==1.6.0",
+            "tensorflow-datasets==4.9.10",
+            "importlib_resources==7.1.0",
+            "dill==0.4.1",
             "pytest==9.2.0",
             "pytest-xdist==3.8.0",
         ],

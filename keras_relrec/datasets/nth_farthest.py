@@ -27,6 +27,8 @@ REDUCED = {"num_objects": 4, "num_features": 4}
 def nth_farthest(num_examples, num_objects=8, num_features=16, seed=0, count_from="nearest"):
     """Generates examples; deterministic for a given seed.
 
+    `seed` is anything `numpy.random.default_rng` takes (an int, a tuple).
+
     Returns:
         `(x, y)`: x float32 (num_examples, num_objects, num_features +
         3·num_objects), y int32 (num_examples,) the id of the answer.

@@ -1,0 +1,4 @@
+"""Importing this module registers keras_relrec's TFDS builders (needs
+`tensorflow-datasets`, extra `[datasets]`)."""
+
+from keras_relrec.datasets.nth_farthest_builder import NthFarthest  # noqa: F401
