@@ -42,3 +42,21 @@ def test_deploy_to_device_tiny(tmp_path):
         assert r["bytes"] > 0 and r["us_per_frame"] > 0
     assert (tmp_path / "deploy_streaming.png").stat().st_size > 1000
     assert "| LiteRT int8, frame by frame |" in (tmp_path / "deploy_results.md").read_text()
+
+
+def test_nth_farthest_rmc_tiny(tmp_path):
+    tutorial = load_tutorial("nth_farthest_rmc")
+    rows = tutorial.main(["--tiny", "--output-dir", str(tmp_path), "--save-dir", str(tmp_path / "saved")])
+    assert [r["model"] for r in rows] == ["RMC", "LSTM"]
+    rmc, lstm = rows
+    # The LSTM is sized to the RMC's recurrent weights.
+    assert abs(lstm["recurrent_weights"] - rmc["recurrent_weights"]) < 0.2 * rmc["recurrent_weights"]
+    for r in rows:
+        assert 0.0 <= r["accuracy"] <= 1.0 and len(r["by_n"]) == 4 and r["examples"] >= 256
+    for name in ("nth_farthest_curves.png", "nth_farthest_attention.png"):
+        assert (tmp_path / name).stat().st_size > 1000
+    assert "| RMC |" in (tmp_path / "nth_farthest_results.md").read_text()
+    saved = tmp_path / "saved"
+    assert (saved / "nth_farthest_rmc.keras").is_file()
+    assert (saved / "nth_farthest_rmc.tflite").is_file()
+    assert (saved / "nth_farthest_rmc_savedmodel" / "saved_model.pb").is_file()
