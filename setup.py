@@ -13,8 +13,9 @@ setup(
     name="keras_relrec",
     version=VERSION["__version__"],
     description=(
-        "Relational and recurrent sequence layers for Keras 3: peephole, "
-        "coupled and convolutional LSTM cells, with builtins-only TFLite export."
+        "Relational and recurrent sequence layers for Keras 3: the relational "
+        "memory core, peephole, coupled and convolutional LSTM cells, with "
+        "builtins-only TFLite export."
     ),
     long_description=(HERE / "README.md").read_text(),
     long_description_content_type="text/markdown",
