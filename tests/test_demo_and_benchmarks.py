@@ -53,3 +53,11 @@ def test_tflite_benchmark_quick(tmp_path):
         assert heading in text
     for mode in ("float32", "float16", "dynamic_int8", "int8"):
         assert f"| {mode} |" in text
+
+
+def test_relational_memory_benchmark_quick(tmp_path):
+    text = run_quick("bench_relational_memory.py", tmp_path)
+    assert "<!-- bench_relational_memory:start -->" in text
+    for heading in ("RMC vs `keras.layers.LSTM`", "Scaling", "Where an RMC training step goes"):
+        assert heading in text
+    assert "the biggest cost of a training step is" in text
