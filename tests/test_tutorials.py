@@ -1,6 +1,7 @@
 """Every tutorial runs in its tiny configuration, so none can rot."""
 
 import importlib.util
+import json
 import pathlib
 
 ROOT = pathlib.Path(__file__).parent.parent
@@ -60,3 +61,5 @@ def test_nth_farthest_rmc_tiny(tmp_path):
     assert (saved / "nth_farthest_rmc.keras").is_file()
     assert (saved / "nth_farthest_rmc.tflite").is_file()
     assert (saved / "nth_farthest_rmc_savedmodel" / "saved_model.pb").is_file()
+    card = json.loads((saved / "card.json").read_text())
+    assert card["test_accuracy"] == rmc["accuracy"] and card["task"] == {"num_objects": 4, "num_features": 4}

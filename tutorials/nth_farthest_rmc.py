@@ -16,8 +16,10 @@ the paper's figures. With --save-dir it also writes the trained RMC as
 """
 
 import argparse
+import json
 import os
 import pathlib
+import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -102,6 +104,7 @@ def main(argv=None):
     parser.add_argument("--save-dir", help="write the trained RMC here")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
 
     task = REDUCED if args.task == "reduced" else PAPER
     if args.tiny:
@@ -188,6 +191,16 @@ def main(argv=None):
         rmc.save(save / "nth_farthest_rmc.keras")
         export.export_saved_model(rmc, save / "nth_farthest_rmc_savedmodel")
         export.export_tflite(rmc, save / "nth_farthest_rmc.tflite")
+        # What the savedmodels test checks the files against.
+        card = {
+            "task": task,
+            "count_from": "nearest",
+            "rmc": rmc_config,
+            "test_accuracy": results[0]["accuracy"],
+            "examples_seen": results[0]["examples"],
+            "command": "python tutorials/nth_farthest_rmc.py " + " ".join(argv or []),
+        }
+        (save / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     return results
 
 

@@ -232,7 +232,9 @@ class RelationalMemoryCell(keras.layers.Layer):
         count = n + rows_in
         memory = ops.reshape(states[0], (batch, n, d))
         started = ops.reshape(states[1], (batch, 1, 1))
-        memory = ops.where(started > 0.5, memory, self.initial_memory(batch))
+        # Not started: the identity memory (a constant the where broadcasts).
+        eye = ops.eye(n, d, dtype=memory.dtype)[None]
+        memory = ops.where(started > 0.5, memory, eye)
 
         # Dense layers see 2-D (rows, features) tensors: on TensorFlow a 3-D
         # input would go through a dynamic-shape tensordot whose gradient XLA
