@@ -28,19 +28,14 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-# Must be set before keras is imported; setdefault lets a caller override it,
-# although the numbers below are only meaningful for the TF backend.
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-# Keep TF's C++ log noise out of the benchmark output.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import results_file  # noqa: E402
+
+results_file.use_tensorflow_backend()
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-# Each benchmarked model traces its own fresh tf.functions once, which trips
-# TF's "excessive retracing" warning; it is expected here, not a bug.
-tf.get_logger().setLevel("ERROR")
 
 from results_file import DEFAULT_OUTPUT  # noqa: E402
 from results_file import environment_lines  # noqa: E402

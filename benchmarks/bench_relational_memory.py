@@ -40,18 +40,13 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-# Must be set before keras is imported; the numbers are only meaningful for
-# the TF backend (jit_compile=True means XLA through tf.function).
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import results_file  # noqa: E402
+
+results_file.use_tensorflow_backend()
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
-# Every variant traces its own tf.functions, which trips TF's "excessive
-# retracing" warning; expected here.
-tf.get_logger().setLevel("ERROR")
 
 from results_file import DEFAULT_OUTPUT  # noqa: E402
 from results_file import environment_lines  # noqa: E402

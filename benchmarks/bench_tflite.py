@@ -44,9 +44,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-# Must be set before keras is imported: the export path is TF-only.
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import results_file  # noqa: E402
+
+results_file.use_tensorflow_backend()
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -66,9 +66,6 @@ from results_file import round_robin  # noqa: E402
 from results_file import time_once  # noqa: E402
 from results_file import write_section  # noqa: E402
 
-# Several tf.functions of one model are traced here; TF's retracing warning
-# is expected, not a bug.
-tf.get_logger().setLevel("ERROR")
 # int8 calibration runs TF's own (deprecated) tf.lite.Interpreter inside the
 # converter; the warning concerns TF, not this script, which uses LiteRT.
 warnings.filterwarnings("ignore", message=r"\s*Warning: tf.lite.Interpreter is deprecated")

@@ -42,6 +42,20 @@ def cpu_model():
     return platform.processor() or platform.machine()
 
 
+def use_tensorflow_backend():
+    """Points Keras at TensorFlow and quiets TF's logs; call it before the
+    first `import keras`. The benchmarks time TF and XLA (jit_compile=True
+    means XLA through tf.function), so other backends make no sense here,
+    though an explicit KERAS_BACKEND is left alone."""
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    # Every benchmarked model traces its own tf.functions, which trips TF's
+    # "excessive retracing" warning; expected here, not a bug.
+    tf.get_logger().setLevel("ERROR")
+
+
 def environment_lines(extra_versions=None):
     """Markdown bullet lines: date, machine, library versions, command.
 
