@@ -37,7 +37,6 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 
-from results_file import DEFAULT_OUTPUT  # noqa: E402
 from results_file import environment_lines  # noqa: E402
 from results_file import median_seconds  # noqa: E402
 from results_file import time_once  # noqa: E402
@@ -204,10 +203,7 @@ def parse_args(argv=None):
     p.add_argument("--features", type=int, default=128, help="input width D")
     p.add_argument("--seq-len", type=int, default=100)
     p.add_argument("--matmul-size", type=int, default=2048)
-    p.add_argument("--quick", action="store_true",
-                   help="tiny sizes and 2 repeats, for smoke tests")
-    p.add_argument("--output", default=DEFAULT_OUTPUT,
-                   help="Markdown file whose section is (re)written")
+    results_file.add_common_arguments(p, "tiny sizes and 2 repeats, for smoke tests")
     args = p.parse_args(argv)
     if args.quick:
         args.repeats, args.warmup = 2, 1

@@ -48,7 +48,6 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from results_file import DEFAULT_OUTPUT  # noqa: E402
 from results_file import environment_lines  # noqa: E402
 from results_file import round_robin  # noqa: E402
 from results_file import time_once  # noqa: E402
@@ -528,10 +527,7 @@ def parse_args(argv=None):
     p.add_argument("--profile-jit", choices=["true", "false"], default=None,
                    help="jit_compile of the ablations (default true; false "
                    "with --quick)")
-    p.add_argument("--quick", action="store_true",
-                   help="tiny sizes and 2 repeats, for smoke tests")
-    p.add_argument("--output", default=DEFAULT_OUTPUT,
-                   help="Markdown file whose section is (re)written")
+    results_file.add_common_arguments(p, "tiny sizes and 2 repeats, for smoke tests")
     args = p.parse_args(argv)
     if args.quick:
         args.repeats, args.warmup = 2, 1

@@ -60,7 +60,6 @@ from keras_relrec.export import run_sequence  # noqa: E402
 from keras_relrec.export import run_streaming  # noqa: E402
 from keras_relrec.export.tflite_inspect import custom_ops  # noqa: E402
 
-from results_file import DEFAULT_OUTPUT  # noqa: E402
 from results_file import environment_lines  # noqa: E402
 from results_file import round_robin  # noqa: E402
 from results_file import time_once  # noqa: E402
@@ -525,10 +524,7 @@ def parse_args(argv=None):
     p.add_argument("--litert-threads", type=int, default=None,
                    help="LiteRT interpreter num_threads (default: LiteRT's own)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true",
-                   help="tiny sizes and few repeats, for smoke tests")
-    p.add_argument("--output", default=DEFAULT_OUTPUT,
-                   help="Markdown file whose section is (re)written")
+    results_file.add_common_arguments(p, "tiny sizes and few repeats, for smoke tests")
     args = p.parse_args(argv)
     if args.quick:
         args.repeats, args.sequence_repeats, args.warmup = 5, 3, 1

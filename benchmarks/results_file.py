@@ -42,6 +42,13 @@ def cpu_model():
     return platform.processor() or platform.machine()
 
 
+def add_common_arguments(parser, quick_help):
+    """The `--quick` and `--output` options every benchmark script takes."""
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--output", default=DEFAULT_OUTPUT,
+                        help="Markdown file whose section is (re)written")
+
+
 def use_tensorflow_backend():
     """Points Keras at TensorFlow and quiets TF's logs; call it before the
     first `import keras`. The benchmarks time TF and XLA (jit_compile=True

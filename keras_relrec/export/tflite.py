@@ -66,8 +66,8 @@ def export_tflite(
             f"then; received quantize={quantize!r} and representative_data "
             f"{'given' if representative_data is not None else 'None'}."
         )
-    if streaming:
-        model_graph.check_streamable(model)
+    # A model that cannot stream is refused by `endpoints.step_fn`, naming
+    # the layer, before anything is traced.
     keys = ["step", "initial_state"] if streaming else ["serve"]
     with tempfile.TemporaryDirectory() as folder:
         archive = endpoints.new_archive(model)

@@ -199,11 +199,14 @@ class RelationalMemoryCell(keras.layers.Layer):
             self.gate_input.build((None, rows * self.mem_size))
             self.gate_memory.build((None, self.mem_size))
 
+    def _identity(self, dtype):
+        """Identity rows, zero-padded or truncated to the slot width; (N, D)."""
+        return ops.eye(self.mem_slots, self.mem_size, dtype=dtype)
+
     def initial_memory(self, batch_size):
-        """The reference's initial memory: identity rows, padded or truncated
-        to the slot width; (batch, N, D)."""
-        eye = ops.eye(self.mem_slots, self.mem_size, dtype=self.compute_dtype)
-        return ops.broadcast_to(eye[None], (batch_size, self.mem_slots, self.mem_size))
+        """The reference's initial memory, (batch, N, D)."""
+        eye = self._identity(self.compute_dtype)[None]
+        return ops.broadcast_to(eye, (batch_size, self.mem_slots, self.mem_size))
 
     def get_initial_state(self, batch_size=None):
         return [
@@ -233,8 +236,7 @@ class RelationalMemoryCell(keras.layers.Layer):
         memory = ops.reshape(states[0], (batch, n, d))
         started = ops.reshape(states[1], (batch, 1, 1))
         # Not started: the identity memory (a constant the where broadcasts).
-        eye = ops.eye(n, d, dtype=memory.dtype)[None]
-        memory = ops.where(started > 0.5, memory, eye)
+        memory = ops.where(started > 0.5, memory, self._identity(memory.dtype)[None])
 
         # Dense layers see 2-D (rows, features) tensors: on TensorFlow a 3-D
         # input would go through a dynamic-shape tensordot whose gradient XLA
