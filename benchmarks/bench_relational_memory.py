@@ -15,6 +15,9 @@ over all variants of the run), and summarized by the median.
    weights and of the activations a training step stores.
 3. Where an RMC training step goes, from ablations: one more attention
    block, one MLP layer fewer, no gates.
+4. The cell before and after the attention rewrite, timed in the same
+   round robin: the "before" cell is read from the repository's history
+   (`--baseline-ref`, a commit), so the comparison needs a git checkout.
 
 Results are written to the `bench_relational_memory` section of
 benchmarks/RESULTS.md.
@@ -31,8 +34,10 @@ import math
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import time
+import types
 
 # The shared helpers live next to this file; inserting the folder makes the
 # import work however the script is started.
@@ -57,6 +62,8 @@ from keras_relrec.datasets import nth_farthest  # noqa: E402
 from keras_relrec.layers import RelationalMemoryCell  # noqa: E402
 
 SECTION = "bench_relational_memory"
+# The last commit before the attention rewrite that part 4 measures.
+BASELINE_REF = "a2e536d"
 NUM_CLASSES = 8
 # The cell arguments every configuration starts from (the cell's defaults,
 # spelled out so the table does not depend on them staying the same).
@@ -84,6 +91,7 @@ class Spec:
     data: str = "random"  # or "nth_farthest"
     cell: tuple = ()  # RMC arguments, sorted (name, value) pairs
     units: int = 0  # LSTM units
+    version: str = ""  # git commit of the RMC's code; "" for this checkout
 
     @property
     def cell_kwargs(self):
@@ -139,10 +147,32 @@ def make_data(spec):
     return x, y
 
 
+CELL_PATH = "keras_relrec/layers/relational/relational_memory_cell.py"
+_CELL_VERSIONS = {}
+
+
+def cell_class(version):
+    """`RelationalMemoryCell` as this checkout has it, or as commit
+    `version` had it (read with `git show`, so both are timed in one run)."""
+    if not version:
+        return RelationalMemoryCell
+    if version not in _CELL_VERSIONS:
+        source = subprocess.run(
+            ["git", "-C", _HERE, "show", f"{version}:{CELL_PATH}"],
+            capture_output=True, text=True, check=True).stdout
+        # Keras refuses a second class under the same registered name; the
+        # old version is only timed, never serialized.
+        source = source.replace("@register_layer\n", "")
+        module = types.ModuleType(f"relational_memory_cell_{version}")
+        exec(compile(source, f"{version}:{CELL_PATH}", "exec"), module.__dict__)
+        _CELL_VERSIONS[version] = module.RelationalMemoryCell
+    return _CELL_VERSIONS[version]
+
+
 def recurrent_layer(spec):
     if spec.model == "lstm":
         return keras.layers.LSTM(spec.units)
-    return keras.layers.RNN(RelationalMemoryCell(**spec.cell_kwargs))
+    return keras.layers.RNN(cell_class(spec.version)(**spec.cell_kwargs))
 
 
 def rmc_params(spec):
@@ -277,9 +307,12 @@ def plan(args):
     ablations = [(name, [(label, rmc_spec(config, profile_jit, **changes))
                          for label, changes in ABLATIONS])
                  for name, config in configs.items()]
+    # Part 4: (config name, jit, before, after); after is part 1's spec.
+    versions = [(name, jit, dataclasses.replace(rmc, version=args.baseline_ref), rmc)
+                for name, jit, rmc, _ in part1]
     return {"configs": configs, "part1": part1, "slots": slots, "lengths": lengths,
             "scaling_jits": scaling_jits, "profile_jit": profile_jit,
-            "ablations": ablations}
+            "ablations": ablations, "versions": versions}
 
 
 def measure(p, args):
@@ -298,6 +331,9 @@ def measure(p, args):
     for _, variants in p["ablations"]:
         for _, spec in variants:
             wanted[(spec, "train")] = None
+    for _, _, before, after in p["versions"]:
+        for spec in (before, after):
+            wanted[(spec, "train")] = wanted[(spec, "infer")] = None
 
     prepared = {}
     t0 = time.perf_counter()
@@ -324,7 +360,9 @@ def describe(spec):
         what = (f"RMC(N={c['mem_slots']}, H={c['num_heads']}, V={c['head_size']}, "
                 f"blocks={c['num_blocks']}, mlp={c['attention_mlp_layers']}, "
                 f"gate={c['gate_style']})")
-    return f"{what} B={spec.batch} T={spec.seq_len} D={spec.features} jit={spec.jit}"
+    version = f" @{spec.version}" if spec.version else ""
+    return (f"{what}{version} B={spec.batch} T={spec.seq_len} D={spec.features} "
+            f"jit={spec.jit}")
 
 
 def jit_label(spec, prepared):
@@ -483,7 +521,34 @@ def render(args, p, med, prepared, rss):
                         f"**{COMPONENTS[top]}**, about {100 * parts[top] / base:.0f}% "
                         f"of {base * 1e3:.2f} ms.")
     lines += share_lines + [""] + verdicts
+    lines += _versions_table(args, p, med)
     return "\n".join(lines)
+
+
+def _versions_table(args, p, med):
+    """Part 4: the RMC of commit `--baseline-ref` against this checkout's."""
+    out = [
+        "",
+        f"### 4. Before and after the attention rewrite (`{args.baseline_ref}` → this checkout)",
+        "",
+        "The rewrite splits q, k, v with one `split` instead of three slices "
+        "(one concatenation in the gradient instead of three zero-padded "
+        "slices summed) and lets the last block compute nothing but keys and "
+        "values for the input rows, whose outputs the reference discards "
+        "(rows are independent after the attention, so the result is the "
+        "same). Both versions timed in the same round robin.",
+        "",
+        "| Config | jit | Train ms before | Train ms after | Train after/before "
+        "| Infer ms before | Infer ms after | Infer after/before |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, jit, before, after in p["versions"]:
+        cells = []
+        for kind in ("train", "infer"):
+            b, a = med[(before, kind)], med[(after, kind)]
+            cells.append(f"{b * 1e3:.2f} | {a * 1e3:.2f} | {a / b:.2f}x")
+        out.append(f"| {name} | {jit} | {' | '.join(cells)} |")
+    return out
 
 
 def _scaling_summary(p, med, jits):
@@ -527,6 +592,8 @@ def parse_args(argv=None):
     p.add_argument("--profile-jit", choices=["true", "false"], default=None,
                    help="jit_compile of the ablations (default true; false "
                    "with --quick)")
+    p.add_argument("--baseline-ref", default=BASELINE_REF,
+                   help="git commit whose RMC part 4 compares against")
     results_file.add_common_arguments(p, "tiny sizes and 2 repeats, for smoke tests")
     args = p.parse_args(argv)
     if args.quick:

@@ -58,6 +58,7 @@ def test_tflite_benchmark_quick(tmp_path):
 def test_relational_memory_benchmark_quick(tmp_path):
     text = run_quick("bench_relational_memory.py", tmp_path)
     assert "<!-- bench_relational_memory:start -->" in text
-    for heading in ("RMC vs `keras.layers.LSTM`", "Scaling", "Where an RMC training step goes"):
+    for heading in ("RMC vs `keras.layers.LSTM`", "Scaling", "Where an RMC training step goes",
+                    "Before and after the attention rewrite"):
         assert heading in text
     assert "the biggest cost of a training step is" in text

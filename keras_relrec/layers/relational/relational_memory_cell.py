@@ -214,21 +214,29 @@ class RelationalMemoryCell(keras.layers.Layer):
             ops.zeros((batch_size, 1), dtype=self.compute_dtype),
         ]
 
-    def _attend(self, block, rows, batch, count):
-        """Multi-head attention over `rows` (batch·count, D), every row
-        attending to all `count` rows of its example."""
+    def _attend(self, block, rows, batch, count, queries):
+        """Multi-head attention over `rows` (batch·count, D): the first
+        `queries` rows of each example attend to all its `count` rows.
+        Returns (batch·queries, D) and the weights (batch, H, queries, count)."""
         heads, k, v = self.num_heads, self.key_size, self.head_size
         qkv = block["qkv_norm"](block["qkv"](rows))
         qkv = ops.transpose(ops.reshape(qkv, (batch, count, heads, 2 * k + v)), (0, 2, 1, 3))
-        q, key, value = qkv[..., :k], qkv[..., k : 2 * k], qkv[..., 2 * k :]
+        # One split, not three slices: its gradient is one concatenation
+        # instead of three zero-padded slices summed, which is most of the
+        # difference without XLA.
+        q, key, value = ops.split(qkv, [k, 2 * k], axis=-1)
+        if queries < count:
+            q = q[:, :, :queries]
         q = q * ops.cast(k ** -0.5, q.dtype)
         weights = ops.softmax(ops.matmul(q, ops.swapaxes(key, -1, -2)), axis=-1)
         attended = ops.transpose(ops.matmul(weights, value), (0, 2, 1, 3))
-        return ops.reshape(attended, (batch * count, heads * v)), weights
+        return ops.reshape(attended, (batch * queries, heads * v)), weights
 
     def step(self, inputs, states):
         """One step; returns the new memory (batch, N, D), the new states and
-        the attention weights of each block, (batch, heads, N + r, N + r)."""
+        the attention weights of each block, (batch, heads, N + r, N + r),
+        except the last block's, (batch, heads, N, N + r): the memory rows'
+        attention over memory and input rows."""
         batch = ops.shape(inputs)[0]
         n, d = self.mem_slots, self.mem_size
         rows_in = 1 if self.input_rows is None else self.input_rows
@@ -245,9 +253,15 @@ class RelationalMemoryCell(keras.layers.Layer):
         projected = ops.reshape(self.input_projection(flat_input), (batch, rows_in, d))
         z = ops.reshape(ops.concatenate([memory, projected], axis=1), (batch * count, d))
         attention = []
-        for block in self.blocks:
-            attended, weights = self._attend(block, z, batch, count)
+        for index, block in enumerate(self.blocks):
+            # Only the memory rows of the last block are kept, and rows are
+            # independent after the attention, so the last block computes
+            # the input rows' keys and values but nothing else for them.
+            queries = n if index == self.num_blocks - 1 else count
+            attended, weights = self._attend(block, z, batch, count, queries)
             attention.append(weights)
+            if queries < count:
+                z = ops.reshape(ops.reshape(z, (batch, count, d))[:, :n], (batch * n, d))
             z = block["attention_norm"](z + attended)
             h = z
             for k, layer in enumerate(self.mlp):
@@ -255,7 +269,7 @@ class RelationalMemoryCell(keras.layers.Layer):
                 if k < len(self.mlp) - 1:
                     h = ops.relu(h)
             z = block["mlp_norm"](z + h)
-        candidate = ops.reshape(z, (batch, count, d))[:, :n]
+        candidate = ops.reshape(z, (batch, n, d))
 
         if self.gate_style is None:
             new_memory = candidate
