@@ -14,8 +14,8 @@ setup(
     version=VERSION["__version__"],
     description=(
         "Relational and recurrent sequence layers for Keras 3: the relational "
-        "memory core, peephole, coupled and convolutional LSTM cells, with "
-        "builtins-only TFLite export."
+        "memory core, peephole, coupled and convolutional LSTM cells, the "
+        "neural bag-of-features family, with builtins-only TFLite export."
     ),
     long_description=(HERE / "README.md").read_text(),
     long_description_content_type="text/markdown",
@@ -40,8 +40,10 @@ setup(
             "importlib_resources==7.1.0",
             "dill==0.4.1",
         ],
+        "kmeans": ["scikit-learn==1.9.1"],
         "tutorials": [
             "tensorflow-cpu==2.21.0",
+            "scikit-learn==1.9.1",
             "ai-edge-litert==2.3.0",
             "aeon==1.6.0",
             "matplotlib==3.11.2",
@@ -52,6 +54,7 @@ setup(
             "matplotlib==3.11.2",
             "ai-edge-litert==2.3.0",
             "aeon==1.6.0",
+            "scikit-learn==1.9.1",
             "tensorflow-datasets==4.9.10",
             "importlib_resources==7.1.0",
             "dill==0.4.1",

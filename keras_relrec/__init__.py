@@ -5,5 +5,7 @@ registry, so `.keras` files that use them load with nothing more than
 `import keras_relrec`.
 """
 
+from keras_relrec import constraints
 from keras_relrec import layers
+from keras_relrec import models
 from keras_relrec.version import __version__

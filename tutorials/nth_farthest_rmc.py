@@ -40,7 +40,7 @@ from keras_relrec.layers import RelationalMemoryCell  # noqa: E402
 PAPER_RESULTS = "RMC about 91%, LSTM and DNC about 30% (8 vectors of 16 dimensions)"
 
 
-def build(kind, task, rmc_config, lstm_units, mlp_width):
+def build(kind, task, rmc_config, lstm_units, mlp_width, learning_rate):
     width = task["num_features"] + 3 * task["num_objects"]
     inputs = keras.Input((task["num_objects"], width), name="rows")
     if kind == "RMC":
@@ -53,7 +53,7 @@ def build(kind, task, rmc_config, lstm_units, mlp_width):
     outputs = keras.layers.Dense(task["num_objects"], name="logits")(h)
     model = keras.Model(inputs, outputs, name=f"nth_farthest_{kind.lower()}")
     model.compile(
-        optimizer=keras.optimizers.Adam(1e-3, clipnorm=1.0),
+        optimizer=keras.optimizers.Adam(learning_rate, clipnorm=1.0),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
         jit_compile=True,
@@ -70,7 +70,7 @@ def matching_lstm_units(target, width):
     return min(range(1, 2048), key=lambda u: abs(4 * (width * u + u * u + u) - target))
 
 
-def train(model, task, examples, minutes, chunk, batch, validation, seed):
+def train(model, task, examples, minutes, chunk, batch, validation, seed, log=None):
     """Fresh examples every chunk until `examples` are seen or `minutes`
     pass; returns the curve as (examples seen, seconds, validation accuracy)."""
     curve, seen, start, k = [], 0, time.perf_counter(), 0
@@ -81,23 +81,55 @@ def train(model, task, examples, minutes, chunk, batch, validation, seed):
         k += 1
         accuracy = model.evaluate(*validation, verbose=0)[1]
         curve.append((seen, time.perf_counter() - start, accuracy))
+        if log:
+            log(f"{model.name}: {seen:,} examples, {curve[-1][1] / 60:.1f} min, "
+                f"validation accuracy {accuracy:.1%}")
     return curve
 
 
 def attention_on(model, x):
-    """The RMC's block-0 attention at the last step of one example, mean
-    over heads: rows and columns are the memory slots, then the input."""
+    """The RMC's attention at the last step of one example, mean over heads:
+    the memory rows (the only queries of the last block) over the memory
+    rows and the input row."""
     cell = model.get_layer("rmc").cell
     states = cell.get_initial_state(1)
     for t in range(x.shape[0]):
         _, states, attention = cell.step(x[t][None], states)
-    return np.asarray(attention[0])[0].mean(0)
+    return np.asarray(attention[-1])[0].mean(0)
+
+
+def progress(line):
+    print(line, flush=True)
+
+
+def plot_attention(weights, mem_slots, out):
+    fig, ax = plt.subplots(figsize=(4, 3.5))
+    image = ax.imshow(weights, vmin=0, vmax=1, cmap="viridis")
+    rows = [f"M{k}" for k in range(mem_slots)]
+    ax.set(xticks=range(len(rows) + 1), yticks=range(len(rows)),
+           xticklabels=rows + ["input"], yticklabels=rows, xlabel="attends to",
+           ylabel="memory row", title="RMC attention, last step")
+    fig.colorbar(image)
+    fig.tight_layout()
+    fig.savefig(out / "nth_farthest_attention.png", dpi=120)
+    plt.close(fig)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="a seconds-long run for CI")
-    parser.add_argument("--task", choices=["reduced", "paper"], default="reduced")
+    parser.add_argument("--task", choices=["reduced", "paper"], default="reduced",
+                        help="Sonnet's 4 x 4 or the paper's 8 x 16")
+    parser.add_argument("--objects", type=int, help="vectors per example (overrides --task)")
+    parser.add_argument("--features", type=int, help="dimensions per vector (overrides --task)")
+    parser.add_argument("--count-from", choices=["nearest", "farthest"], default="nearest",
+                        help="which way n counts (the reference: from the nearest)")
+    parser.add_argument("--models", nargs="+", choices=["RMC", "LSTM"], default=["RMC", "LSTM"])
+    parser.add_argument("--mem-slots", type=int, default=4)
+    parser.add_argument("--num-heads", type=int, default=4)
+    parser.add_argument("--head-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--examples", type=int, default=3_000_000, help="training examples per model")
     parser.add_argument("--minutes", type=float, default=30.0, help="wall-clock cap per model")
     parser.add_argument("--output-dir", default="tutorial_output")
@@ -106,27 +138,36 @@ def main(argv=None):
     args = parser.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
 
-    task = REDUCED if args.task == "reduced" else PAPER
+    task = dict(REDUCED if args.task == "reduced" else PAPER, count_from=args.count_from)
+    if args.objects:
+        task["num_objects"] = args.objects
+    if args.features:
+        task["num_features"] = args.features
     if args.tiny:
         rmc_config = dict(mem_slots=2, head_size=4, num_heads=2)
         examples, minutes, chunk, batch, mlp_width, n_eval = 512, 1.0, 256, 64, 16, 256
     else:
-        rmc_config = dict(mem_slots=4, head_size=32, num_heads=4)
+        rmc_config = dict(mem_slots=args.mem_slots, head_size=args.head_size,
+                          num_heads=args.num_heads)
         examples, minutes, chunk = args.examples, args.minutes, 20_000
-        batch, mlp_width, n_eval = 128, 256, 5_000
+        batch, mlp_width, n_eval = args.batch_size, 256, 5_000
     validation = nth_farthest(n_eval, **task, seed=(args.seed, 1))
     x_test, y_test = nth_farthest(n_eval, **task, seed=(args.seed, 2))
 
     keras.utils.set_random_seed(args.seed)
-    rmc = build("RMC", task, rmc_config, None, mlp_width)
+    # The LSTM is sized by the RMC's weights, so the RMC is built either way.
+    rmc = build("RMC", task, rmc_config, None, mlp_width, args.learning_rate)
     width = task["num_features"] + 3 * task["num_objects"]
     units = matching_lstm_units(recurrent_weights(rmc), width)
-    models = {"RMC": rmc, "LSTM": build("LSTM", task, None, units, mlp_width)}
+    models = {"RMC": rmc,
+              "LSTM": build("LSTM", task, None, units, mlp_width, args.learning_rate)}
+    models = {kind: models[kind] for kind in args.models}
 
     results, curves = [], {}
     for kind, model in models.items():
         keras.utils.set_random_seed(args.seed)
-        curves[kind] = train(model, task, examples, minutes, chunk, batch, validation, args.seed)
+        curves[kind] = train(model, task, examples, minutes, chunk, batch, validation,
+                             args.seed, log=None if args.tiny else progress)
         predictions = model.predict(x_test, verbose=0).argmax(-1)
         n = x_test[:, 0, task["num_features"] + task["num_objects"]:][:, : task["num_objects"]].argmax(-1)
         results.append({
@@ -146,29 +187,22 @@ def main(argv=None):
         ax.plot(seen, accuracy, label=kind)
     ax.axhline(1 / task["num_objects"], color="grey", ls=":", label="chance")
     ax.set(xlabel="training examples", ylabel="validation accuracy",
-           title=f"Nth-farthest ({args.task})")
+           title=f"Nth-farthest ({task['num_objects']} x {task['num_features']}, "
+                 f"n from the {task['count_from']})")
     ax.legend()
     fig.tight_layout()
     fig.savefig(out / "nth_farthest_curves.png", dpi=120)
     plt.close(fig)
 
-    weights = attention_on(rmc, x_test[0])
-    fig, ax = plt.subplots(figsize=(4, 3.5))
-    image = ax.imshow(weights, vmin=0, vmax=1, cmap="viridis")
-    labels = [f"M{k}" for k in range(rmc_config["mem_slots"])] + ["input"]
-    ax.set(xticks=range(len(labels)), yticks=range(len(labels)),
-           xticklabels=labels, yticklabels=labels, xlabel="attends to", ylabel="row",
-           title="RMC attention, last step, block 0")
-    fig.colorbar(image)
-    fig.tight_layout()
-    fig.savefig(out / "nth_farthest_attention.png", dpi=120)
-    plt.close(fig)
+    if "RMC" in models:
+        plot_attention(attention_on(rmc, x_test[0]), rmc_config["mem_slots"], out)
 
     heads = " | ".join(f"n={k}" for k in range(task["num_objects"]))
     lines = [
-        f"Nth-farthest, {args.task} task ({task['num_objects']} vectors of "
-        f"{task['num_features']} dimensions; n counted from the nearest, as the "
-        f"reference's generator); fresh training examples, batch {batch}, Adam 1e-3; "
+        f"Nth-farthest ({task['num_objects']} vectors of {task['num_features']} "
+        f"dimensions; n counted from the {task['count_from']}"
+        f"{', as the reference generator does' if task['count_from'] == 'nearest' else ''}); "
+        f"fresh training examples, batch {batch}, Adam {args.learning_rate:g}; "
         f"test on {n_eval} new examples; seed {args.seed}. RMC: {rmc_config}.",
         "",
         f"| model | recurrent weights | examples seen | minutes | test accuracy | {heads} |",
@@ -183,7 +217,7 @@ def main(argv=None):
     (out / "nth_farthest_results.md").write_text(table)
     print(table)
 
-    if args.save_dir:
+    if args.save_dir and "RMC" in models:
         from keras_relrec import export
 
         save = pathlib.Path(args.save_dir)
@@ -194,7 +228,6 @@ def main(argv=None):
         # What the savedmodels test checks the files against.
         card = {
             "task": task,
-            "count_from": "nearest",
             "rmc": rmc_config,
             "test_accuracy": results[0]["accuracy"],
             "examples_seen": results[0]["examples"],

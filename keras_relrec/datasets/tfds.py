@@ -2,3 +2,4 @@
 `tensorflow-datasets`, extra `[datasets]`)."""
 
 from keras_relrec.datasets.nth_farthest_builder import NthFarthest  # noqa: F401
+from keras_relrec.datasets.japanese_vowels_builder import JapaneseVowels  # noqa: F401

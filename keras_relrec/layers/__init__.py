@@ -1,5 +1,8 @@
 """Public layers and cells of keras_relrec, one family per sub-package."""
 
+from keras_relrec.layers.bag_of_features import BoFQuantizer
+from keras_relrec.layers.bag_of_features import RecurrentBoFCell
+from keras_relrec.layers.bag_of_features import TwoDAttention
 from keras_relrec.layers.relational import RelationalMemoryCell
 from keras_relrec.layers.recurrent import CoupledLSTMCell
 from keras_relrec.layers.recurrent import PeepholeConvLSTM2D

@@ -50,3 +50,29 @@ def check_float(name, value):
             f"Argument `{name}` must be a float; received {name}={value!r}."
         )
     return float(value)
+
+
+def check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(
+            f"Argument `{name}` must be one of {choices}; received {name}={value!r}."
+        )
+    return value
+
+
+def check_positive_float(name, value):
+    value = check_float(name, value)
+    if not value > 0:
+        raise ValueError(
+            f"Argument `{name}` must be a positive float; received {name}={value!r}."
+        )
+    return value
+
+
+def check_non_negative_float(name, value):
+    value = check_float(name, value)
+    if not value >= 0:
+        raise ValueError(
+            f"Argument `{name}` must be a non-negative float; received {name}={value!r}."
+        )
+    return value

@@ -29,6 +29,13 @@ class Entry:
         that have dropout; the checks switch the input and the recurrent
         rate on one at a time.
     bad_rank_match: what the error for an input of the wrong rank says.
+    fixed_axis: the input axis (of one example, counting the batch) whose
+        size the built layer holds to; the checks change it and expect a
+        `ValueError`.
+    takes_mask: for a layer that is not recurrent, whether it reads a
+        (batch, steps) mask; the checks make sure masked steps change
+        nothing.
+    variant: names a second entry of the same class.
     """
 
     cls: type
@@ -39,10 +46,15 @@ class Entry:
     bad_kwargs: list = dataclasses.field(default_factory=list)
     dropout_kwargs: dict = dataclasses.field(default_factory=dict)
     bad_rank_match: str = "expected"
+    fixed_axis: int = -1
+    takes_mask: bool = False
+    variant: str = ""
 
     @property
     def id(self):
-        return self.cls.__name__
+        """Unique among the entries: a second entry of a class names its
+        variant."""
+        return self.cls.__name__ + (f"-{self.variant}" if self.variant else "")
 
     def make_layer(self, **overrides):
         """The layer under test: a cell wrapped in `RNN`, or the layer itself.
@@ -86,6 +98,64 @@ LSTM_BAD_KWARGS = [
 ]
 
 ENTRIES = [
+    Entry(
+        layers.BoFQuantizer,
+        {"num_codewords": 5},
+        (6, 3),
+        bad_kwargs=[
+            ({"num_codewords": 0}, "num_codewords"),
+            ({"scale": "global"}, "scale"),
+            ({"distance": "l1"}, "distance"),
+            ({"output_mode": "counts"}, "output_mode"),
+            ({"initial_scale": 0.0}, "initial_scale"),
+            ({"epsilon": -1e-3}, "epsilon"),
+        ],
+        bad_rank_match=r"expects sequences \(batch, steps, features\)",
+        takes_mask=True,
+    ),
+    Entry(
+        layers.BoFQuantizer,
+        # The histogram of feature maps, with the other similarity.
+        {"num_codewords": 5, "output_mode": "histogram", "scale": "per_codeword",
+         "distance": "squared_l2"},
+        (4, 4, 3),
+        variant="histogram-of-maps",
+        bad_rank_match=r"expects sequences \(batch, steps, features\)",
+    ),
+    Entry(
+        layers.TwoDAttention,
+        # Random W, so the attention is not uniform and W gets gradients.
+        {"axis": 1, "kernel_initializer": "random_normal", "initial_tau": 0.7},
+        (6, 3),
+        bad_kwargs=[
+            ({"axis": 0}, "axis"),
+            ({"initial_tau": 1.5}, "initial_tau"),
+            ({"trainable_tau": 1}, "trainable_tau"),
+        ],
+        bad_rank_match=r"expects inputs \(batch, steps, features\)",
+        fixed_axis=1,
+        takes_mask=True,
+    ),
+    Entry(
+        layers.TwoDAttention,
+        {"axis": 2, "kernel_initializer": "random_normal"},
+        (6, 3),
+        variant="features",
+        bad_rank_match=r"expects inputs \(batch, steps, features\)",
+    ),
+    Entry(
+        layers.RecurrentBoFCell,
+        {"num_codewords": 4, "bias_initializer": "random_normal"},
+        (5, 3),
+        is_cell=True,
+        recurrent=True,
+        bad_kwargs=[
+            ({"num_codewords": 2.0}, "num_codewords"),
+            ({"distance": "cosine"}, "distance"),
+            ({"initial_scale": -1.0}, "initial_scale"),
+        ],
+        bad_rank_match=r"steps of shape \(batch, features\)",
+    ),
     Entry(
         layers.RelationalMemoryCell,
         # Two blocks, two heads, a key size apart from the head size and
@@ -159,4 +229,5 @@ ENTRIES = [
 ]
 
 RECURRENT_ENTRIES = [e for e in ENTRIES if e.recurrent]
+MASK_ENTRIES = [e for e in ENTRIES if e.takes_mask]
 DROPOUT_ENTRIES = [e for e in RECURRENT_ENTRIES if e.dropout_kwargs]

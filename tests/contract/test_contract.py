@@ -22,6 +22,7 @@ from keras_relrec.export import run_streaming
 from keras_relrec.utils.registration import PUBLIC_LAYERS
 from tests.contract.registry import DROPOUT_ENTRIES
 from tests.contract.registry import ENTRIES
+from tests.contract.registry import MASK_ENTRIES
 from tests.contract.registry import RECURRENT_ENTRIES
 
 ATOL = 1e-5
@@ -33,6 +34,7 @@ recurrent_entries = pytest.mark.parametrize(
     "entry", RECURRENT_ENTRIES, ids=lambda e: e.id
 )
 dropout_entries = pytest.mark.parametrize("entry", DROPOUT_ENTRIES, ids=lambda e: e.id)
+mask_entries = pytest.mark.parametrize("entry", MASK_ENTRIES, ids=lambda e: e.id)
 
 
 def test_every_public_layer_has_an_entry():
@@ -236,15 +238,39 @@ def test_invalid_constructor_arguments(entry):
 @entries
 def test_invalid_input_shapes(entry):
     shape = entry.input_shape
-    # Wrong rank, when the layer is first built.
+    # Wrong rank (batch, features), when the layer is first built.
     with pytest.raises(ValueError, match=entry.bad_rank_match):
-        entry.make_layer()(keras.Input(shape[1:]))
-    # Wrong feature size after it was built for another one.
+        entry.make_layer()(keras.Input(shape[-1:]))
+    # Wrong size of the axis the layer was built for (the features, unless
+    # the entry says otherwise).
     layer = entry.make_layer()
     layer(entry.make_input())
-    wrong = shape[:-1] + (shape[-1] + 1,)
-    with pytest.raises(ValueError, match=f"expected axis .* to have value {shape[-1]}"):
-        layer(np.zeros((2,) + wrong, "float32"))
+    axis = entry.fixed_axis % (len(shape) + 1) - 1  # within one example
+    wrong = list(shape)
+    wrong[axis] += 1
+    with pytest.raises(ValueError, match=f"expected axis .* to have value {shape[axis]}"):
+        layer(np.zeros((2,) + tuple(wrong), "float32"))
+
+
+@mask_entries
+def test_masked_steps_change_nothing(entry):
+    """What a masked step holds does not reach any valid output, and the
+    mask is passed on (or consumed, for a pooled output)."""
+    layer = entry.make_layer()
+    x = entry.make_input(batch=3)
+    mask = np.ones(x.shape[:2], bool)
+    mask[0, -2:] = False
+    mask[1, 1] = False
+    noisy = x.copy()
+    noisy[~mask] = np.random.default_rng(5).normal(size=noisy[~mask].shape) * 10
+    out, out_noisy = layer(x, mask=mask), layer(noisy, mask=mask)
+    if len(out.shape) == len(x.shape):
+        np.testing.assert_allclose(np.asarray(out)[mask], np.asarray(out_noisy)[mask], atol=ATOL)
+        passed = layer.compute_mask(x, mask)
+        np.testing.assert_array_equal(np.asarray(passed), mask)
+    else:
+        np.testing.assert_allclose(out, out_noisy, atol=ATOL)
+        assert layer.compute_mask(x, mask) is None
 
 
 # Recurrent checks: masking, stateful, return_state, go_backwards, dropout.
@@ -288,7 +314,7 @@ def test_return_state(entry):
     layer = entry.make_layer(return_sequences=True, return_state=True)
     x = entry.make_input()
     seq, *states = layer(x)
-    assert len(states) == 2
+    assert len(states) == len(layer.get_initial_state(x.shape[0]))
     np.testing.assert_allclose(states[0], seq[:, -1], atol=ATOL)
     shapes = layer.compute_output_shape(x.shape)
     assert [tuple(s) for s in shapes] == [tuple(t.shape) for t in [seq, *states]]

@@ -118,12 +118,7 @@ class RelationalMemoryCell(keras.layers.Layer):
         if input_rows is not None:
             input_rows = validation.check_positive_int("input_rows", input_rows)
         self.input_rows = input_rows
-        if gate_style not in GATE_STYLES:
-            raise ValueError(
-                f"Argument `gate_style` must be one of {GATE_STYLES}; received "
-                f"gate_style={gate_style!r}."
-            )
-        self.gate_style = gate_style
+        self.gate_style = validation.check_choice("gate_style", gate_style, GATE_STYLES)
         self.forget_bias = validation.check_float("forget_bias", forget_bias)
         self.input_bias = validation.check_float("input_bias", input_bias)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)

@@ -1,0 +1,3 @@
+"""Weight constraints of keras_relrec."""
+
+from keras_relrec.constraints.unit_interval import UnitInterval

@@ -1,0 +1,5 @@
+"""The neural bag-of-features family: quantizer, 2-D attention, recurrent cell."""
+
+from keras_relrec.layers.bag_of_features.bof_quantizer import BoFQuantizer
+from keras_relrec.layers.bag_of_features.recurrent_bof_cell import RecurrentBoFCell
+from keras_relrec.layers.bag_of_features.two_d_attention import TwoDAttention

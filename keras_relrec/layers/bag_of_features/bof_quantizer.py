@@ -1,0 +1,178 @@
+"""The neural bag-of-features quantizer of Passalis and Tefas (2017)."""
+
+import keras
+from keras import ops
+
+from keras_relrec.layers.bag_of_features.codebook import kmeans_codebook
+from keras_relrec.layers.bag_of_features.codebook import set_codebook
+from keras_relrec.ops import codeword_logits
+from keras_relrec.ops import masked_mean
+from keras_relrec.ops.codeword_similarity import DISTANCES
+from keras_relrec.utils import validation
+from keras_relrec.utils.registration import register_layer
+
+SCALES = ("per_dimension", "per_codeword")
+OUTPUT_MODES = ("memberships", "histogram")
+
+
+@register_layer
+class BoFQuantizer(keras.layers.Layer):
+    """Neural bag-of-features (NBoF) quantizer: soft codeword memberships of
+    every feature vector, or their histogram.
+
+    Passalis and Tefas, "Neural Bag-of-Features Learning", Pattern
+    Recognition 64, 2017 (the lecture's formulation). With a codebook of K
+    codewords v_k ∈ R^D and scales w_k, each feature vector x_n gets
+
+    ```
+    d_nk = ‖w_k ⊙ (x_n − v_k)‖₂                      distance="l2"
+    d_nk = ‖w_k ⊙ (x_n − v_k)‖₂²                     distance="squared_l2"
+    φ_nk = exp(−d_nk) / Σ_j exp(−d_nj)               (softmax over codewords)
+    y    = (1 / N) Σ_n φ_n                           output_mode="histogram"
+    ```
+
+    where the mean runs over the valid (unmasked) vectors. The lecture's
+    layer is `distance="l2"`, `scale="per_dimension"` (w_k ∈ R^D). The
+    authors' later code uses a scalar scale per codeword
+    (`scale="per_codeword"`) and a Gaussian of the squared distance
+    (`distance="squared_l2"`, i.e. φ_nk ∝ exp(−‖w_k ⊙ (x_n − v_k)‖²)).
+    ε = `epsilon` is added under the square root, so gradients stay finite
+    where a vector sits on a codeword; distances are computed in at least
+    float32 under mixed precision.
+
+    The codebook is best initialised from data: `adapt(data)` runs k-means
+    (scikit-learn's `KMeans`, extra `[kmeans]`) on sampled feature vectors,
+    as the authors do.
+
+    Args:
+        num_codewords: Positive int K.
+        scale: `"per_dimension"` (default, w_k ∈ R^D) or `"per_codeword"`
+            (one scalar per codeword).
+        distance: `"l2"` (default) or `"squared_l2"`.
+        output_mode: `"memberships"` (default): φ for every vector, the
+            input's shape with the last axis K; `"histogram"`: their mean
+            over the vectors, (batch, K).
+        initial_scale: Positive float, the initial value of every scale
+            (the authors' 1/g for a softness g). Default 1.0.
+        epsilon: Non-negative float under the square root. Default 1e-12.
+        codebook_initializer: Default `"random_normal"`; replaced by
+            `adapt`.
+        codebook_regularizer, scale_regularizer, codebook_constraint,
+            scale_constraint: Of the two weights.
+        **kwargs: Base `Layer` arguments.
+
+    Call arguments:
+        inputs: (batch, steps, D) sequences or (batch, height, width, D)
+            feature maps.
+        mask: Optional boolean (batch, steps) mask for sequences; masked
+            vectors count in no histogram.
+
+    Returns:
+        memberships (input shape with last axis K), or the histogram
+        (batch, K). Memberships carry the input's mask on.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_relrec.layers import BoFQuantizer
+    >>> x = np.random.default_rng(0).normal(size=(8, 20, 3)).astype("float32")
+    >>> quantizer = BoFQuantizer(4, output_mode="histogram")
+    >>> quantizer.adapt(x, seed=0)
+    >>> histogram = quantizer(x)
+    >>> tuple(histogram.shape), bool(np.allclose(histogram.numpy().sum(-1), 1.0))
+    ((8, 4), True)
+    """
+
+    def __init__(
+        self,
+        num_codewords,
+        scale="per_dimension",
+        distance="l2",
+        output_mode="memberships",
+        initial_scale=1.0,
+        epsilon=1e-12,
+        codebook_initializer="random_normal",
+        codebook_regularizer=None,
+        scale_regularizer=None,
+        codebook_constraint=None,
+        scale_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_codewords = validation.check_positive_int("num_codewords", num_codewords)
+        self.scale = validation.check_choice("scale", scale, SCALES)
+        self.distance = validation.check_choice("distance", distance, DISTANCES)
+        self.output_mode = validation.check_choice("output_mode", output_mode, OUTPUT_MODES)
+        self.initial_scale = validation.check_positive_float("initial_scale", initial_scale)
+        self.epsilon = validation.check_non_negative_float("epsilon", epsilon)
+        self.codebook_initializer = keras.initializers.get(codebook_initializer)
+        self.codebook_regularizer = keras.regularizers.get(codebook_regularizer)
+        self.scale_regularizer = keras.regularizers.get(scale_regularizer)
+        self.codebook_constraint = keras.constraints.get(codebook_constraint)
+        self.scale_constraint = keras.constraints.get(scale_constraint)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        if len(input_shape) not in (3, 4) or input_shape[-1] is None:
+            raise ValueError(
+                "BoFQuantizer expects sequences (batch, steps, features) or "
+                "feature maps (batch, height, width, features) with a known "
+                f"number of features; received input of shape {tuple(input_shape)}."
+            )
+        features = input_shape[-1]
+        self.input_spec = keras.layers.InputSpec(min_ndim=3, max_ndim=4, axes={-1: features})
+        self.codebook = self.add_weight(
+            name="codebook",
+            shape=(self.num_codewords, features),
+            initializer=self.codebook_initializer,
+            regularizer=self.codebook_regularizer,
+            constraint=self.codebook_constraint,
+        )
+        self.scales = self.add_weight(
+            name="scales",
+            shape=(self.num_codewords, features if self.scale == "per_dimension" else 1),
+            initializer=keras.initializers.Constant(self.initial_scale),
+            regularizer=self.scale_regularizer,
+            constraint=self.scale_constraint,
+        )
+
+    def call(self, inputs, mask=None):
+        logits = codeword_logits(inputs, self.codebook, self.scales, self.distance, self.epsilon)
+        memberships = ops.cast(ops.softmax(logits, axis=-1), self.compute_dtype)
+        if self.output_mode == "memberships":
+            return memberships
+        if len(memberships.shape) == 4:
+            batch = ops.shape(memberships)[0]
+            memberships = ops.reshape(memberships, (batch, -1, self.num_codewords))
+        return masked_mean(memberships, mask, axis=1)
+
+    def compute_mask(self, inputs, mask=None):
+        return mask if self.output_mode == "memberships" else None
+
+    def compute_output_shape(self, input_shape):
+        if self.output_mode == "histogram":
+            return (input_shape[0], self.num_codewords)
+        return tuple(input_shape[:-1]) + (self.num_codewords,)
+
+    def adapt(self, data, sample_size=100_000, seed=None, mask_value=None, n_init=4):
+        """Sets the codebook to the k-means centres of sampled feature
+        vectors (see `kmeans_codebook` for the arguments)."""
+        centres = kmeans_codebook(data, self.num_codewords, sample_size, seed, mask_value, n_init)
+        set_codebook(self, centres, (None, None, centres.shape[-1]))
+
+    def get_config(self):
+        config = {
+            "num_codewords": self.num_codewords,
+            "scale": self.scale,
+            "distance": self.distance,
+            "output_mode": self.output_mode,
+            "initial_scale": self.initial_scale,
+            "epsilon": self.epsilon,
+            "codebook_initializer": keras.initializers.serialize(self.codebook_initializer),
+            "codebook_regularizer": keras.regularizers.serialize(self.codebook_regularizer),
+            "scale_regularizer": keras.regularizers.serialize(self.scale_regularizer),
+            "codebook_constraint": keras.constraints.serialize(self.codebook_constraint),
+            "scale_constraint": keras.constraints.serialize(self.scale_constraint),
+        }
+        return {**super().get_config(), **config}
+

@@ -1,0 +1,77 @@
+"""Codebooks from data: k-means on sampled feature vectors, shared by the
+layers of the bag-of-features family."""
+
+import numpy as np
+
+
+def kmeans_codebook(data, num_codewords, sample_size=100_000, seed=None, mask_value=None,
+                    n_init=4):
+    """k-means centres of feature vectors sampled from `data`.
+
+    Uses scikit-learn's `KMeans` (extra `[kmeans]`).
+
+    Args:
+        data: A NumPy array (..., D), or a `tf.data.Dataset` of such
+            batches or of `(features, ...)` tuples.
+        num_codewords: The number of centres K.
+        sample_size: At most this many vectors, drawn without replacement,
+            go to k-means. Default 100,000.
+        seed: Int seed of the sampling and of k-means; deterministic with one.
+        mask_value: If given, vectors whose every entry equals it (padding)
+            are left out, as `keras.layers.Masking` would.
+        n_init: k-means restarts. Default 4.
+
+    Returns:
+        float64 array (K, D).
+    """
+    try:
+        from sklearn.cluster import KMeans
+    except ImportError as error:
+        raise ImportError(
+            "Codebook initialisation needs scikit-learn: pip install 'keras_relrec[kmeans]'"
+        ) from error
+    vectors = feature_vectors(data)
+    if mask_value is not None:
+        vectors = vectors[~np.all(vectors == mask_value, axis=-1)]
+    if len(vectors) > sample_size:
+        rng = np.random.default_rng(seed)
+        vectors = vectors[rng.choice(len(vectors), sample_size, replace=False)]
+    if len(vectors) < num_codewords:
+        raise ValueError(
+            f"k-means needs at least num_codewords={num_codewords} feature vectors; "
+            f"received {len(vectors)}."
+        )
+    kmeans = KMeans(num_codewords, n_init=n_init,
+                    random_state=None if seed is None else int(seed))
+    return kmeans.fit(vectors.astype(np.float64)).cluster_centers_
+
+
+def feature_vectors(data):
+    """(num_vectors, D) array of every feature vector in `data`."""
+    if hasattr(data, "as_numpy_iterator"):  # a tf.data.Dataset
+        batches = [
+            np.asarray(element[0] if isinstance(element, tuple) else element)
+            for element in data.as_numpy_iterator()
+        ]
+        array = np.concatenate([b.reshape(-1, b.shape[-1]) for b in batches])
+    else:
+        array = np.asarray(data)
+    if array.ndim < 2:
+        raise ValueError(
+            f"Expected data of shape (..., features); received shape {array.shape}."
+        )
+    return array.reshape(-1, array.shape[-1])
+
+
+def set_codebook(layer, centres, input_shape):
+    """Builds `layer` for `input_shape` if needed, then assigns the centres
+    to its `codebook`."""
+    features = centres.shape[-1]
+    if not layer.built:
+        layer.build(input_shape)
+    elif layer.codebook.shape[-1] != features:
+        raise ValueError(
+            f"{type(layer).__name__}.adapt expected feature vectors of size "
+            f"{layer.codebook.shape[-1]}; received size {features}."
+        )
+    layer.codebook.assign(centres.astype(layer.codebook.dtype))

@@ -1,0 +1,167 @@
+"""The recurrent bag-of-features cell (Krestenitis et al. 2020)."""
+
+import keras
+from keras import ops
+
+from keras_relrec.layers.bag_of_features.codebook import kmeans_codebook
+from keras_relrec.layers.bag_of_features.codebook import set_codebook
+from keras_relrec.ops import codeword_logits
+from keras_relrec.ops.codeword_similarity import DISTANCES
+from keras_relrec.utils import validation
+from keras_relrec.utils.registration import register_layer
+
+
+@register_layer
+class RecurrentBoFCell(keras.layers.Layer):
+    """Recurrent neural bag-of-features quantizer, a cell for
+    `keras.layers.RNN`.
+
+    After Krestenitis, Passalis, Iosifidis, Gabbouj and Tefas, "Recurrent
+    bag-of-features for visual information analysis", Pattern Recognition
+    106, 2020, as the lecture presents it: a GRU-like quantizer whose
+    histogram s_j is updated step by step. The lecture names a reset gate r,
+    an update gate z, a recurrent quantizer d and the update
+    s_j = (1 − z) ⊙ s_{j−1} + z ⊙ u, but does not say what u is or how d
+    enters it; there is no public code. keras_relrec defines them, by
+    analogy with the GRU's candidate state, as
+
+    ```
+    a   = −‖w_k ⊙ (x_j − v_k)‖₂, k = 1..K            (NBoF similarity logits)
+    r   = σ(x_j W_r + s_{j−1} U_r + b_r)             (reset gate, K)
+    z   = σ(x_j W_z + s_{j−1} U_z + b_z)             (update gate, K)
+    d   = a + (r ⊙ s_{j−1}) U_d                      (recurrent quantizer)
+    u   = softmax(d)                                 (memberships of x_j in context)
+    s_j = (1 − z) ⊙ s_{j−1} + z ⊙ u
+    ```
+
+    so that r decides how much of the running histogram biases the
+    quantization of the new vector and z how much the new memberships move
+    the histogram. s_j is the output and the state (zeros at the start).
+    The sequence-level histogram of the lecture, the mean of the s_j over
+    the valid steps, is `RNN(cell, return_sequences=True)` followed by
+    `keras.layers.GlobalAveragePooling1D()`, which honours the mask.
+
+    Args:
+        num_codewords: Positive int K.
+        distance: `"l2"` (default) or `"squared_l2"`, as in `BoFQuantizer`.
+        initial_scale: Positive float, initial value of the per-dimension
+            scales w_k. Default 1.0.
+        epsilon: Non-negative float under the square root. Default 1e-12.
+        codebook_initializer: Default `"random_normal"`; `adapt(data)`
+            sets the codebook by k-means instead, as for `BoFQuantizer`.
+        kernel_initializer: Of W_r, W_z; default `"glorot_uniform"`.
+        recurrent_initializer: Of U_r, U_z, U_d; default `"orthogonal"`.
+        bias_initializer: Of b_r, b_z; default `"zeros"`.
+        **kwargs: Base `Layer` arguments.
+
+    Call arguments:
+        inputs: One step, (batch, D).
+        states: `[s]`, (batch, K).
+
+    Returns:
+        `(s_j, [s_j])`.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from keras_relrec.layers import RecurrentBoFCell
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 3)).astype("float32")
+    >>> layer = keras.layers.RNN(RecurrentBoFCell(5), return_sequences=True)
+    >>> tuple(keras.layers.GlobalAveragePooling1D()(layer(x)).shape)
+    (2, 5)
+    """
+
+    def __init__(
+        self,
+        num_codewords,
+        distance="l2",
+        initial_scale=1.0,
+        epsilon=1e-12,
+        codebook_initializer="random_normal",
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_codewords = validation.check_positive_int("num_codewords", num_codewords)
+        self.distance = validation.check_choice("distance", distance, DISTANCES)
+        self.initial_scale = validation.check_positive_float("initial_scale", initial_scale)
+        self.epsilon = validation.check_non_negative_float("epsilon", epsilon)
+        self.codebook_initializer = keras.initializers.get(codebook_initializer)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.state_size = [self.num_codewords]
+        self.output_size = self.num_codewords
+
+    def build(self, input_shape):
+        if len(input_shape) != 2 or input_shape[-1] is None:
+            raise ValueError(
+                "RecurrentBoFCell expects steps of shape (batch, features) "
+                "(sequences of shape (batch, time, features)); received steps "
+                f"of shape {tuple(input_shape)}."
+            )
+        features, k = input_shape[-1], self.num_codewords
+        self.input_spec = keras.layers.InputSpec(ndim=2, axes={-1: features})
+        self.codebook = self.add_weight(
+            name="codebook", shape=(k, features), initializer=self.codebook_initializer
+        )
+        self.scales = self.add_weight(
+            name="scales", shape=(k, features),
+            initializer=keras.initializers.Constant(self.initial_scale),
+        )
+        # r and z side by side: [W_r | W_z], [U_r | U_z], [b_r | b_z].
+        self.kernel = self.add_weight(
+            name="kernel", shape=(features, 2 * k), initializer=self.kernel_initializer
+        )
+        self.recurrent_kernel = self.add_weight(
+            name="recurrent_kernel", shape=(k, 2 * k), initializer=self.recurrent_initializer
+        )
+        self.bias = self.add_weight(name="bias", shape=(2 * k,), initializer=self.bias_initializer)
+        self.quantizer_kernel = self.add_weight(
+            name="quantizer_kernel", shape=(k, k), initializer=self.recurrent_initializer
+        )
+
+    def call(self, inputs, states):
+        previous = states[0]
+        logits = ops.cast(
+            codeword_logits(inputs, self.codebook, self.scales, self.distance, self.epsilon),
+            self.compute_dtype,
+        )
+        gates = ops.sigmoid(
+            ops.matmul(inputs, self.kernel) + ops.matmul(previous, self.recurrent_kernel)
+            + self.bias
+        )
+        reset, update = gates[:, : self.num_codewords], gates[:, self.num_codewords :]
+        memberships = ops.softmax(
+            logits + ops.matmul(reset * previous, self.quantizer_kernel), axis=-1
+        )
+        histogram = (1.0 - update) * previous + update * memberships
+        return histogram, [histogram]
+
+    def adapt(self, data, sample_size=100_000, seed=None, mask_value=None, n_init=4):
+        """Sets the codebook to the k-means centres of sampled feature
+        vectors, as `BoFQuantizer.adapt` does."""
+        centres = kmeans_codebook(data, self.num_codewords, sample_size, seed, mask_value, n_init)
+        set_codebook(self, centres, (None, centres.shape[-1]))
+
+    def get_initial_state(self, batch_size=None):
+        return [ops.zeros((batch_size, self.num_codewords), dtype=self.compute_dtype)]
+
+    def compute_output_shape(self, inputs_shape, states_shape=None):
+        batch = inputs_shape[0]
+        return (batch, self.num_codewords), [(batch, self.num_codewords)]
+
+    def get_config(self):
+        config = {
+            "num_codewords": self.num_codewords,
+            "distance": self.distance,
+            "initial_scale": self.initial_scale,
+            "epsilon": self.epsilon,
+            "codebook_initializer": keras.initializers.serialize(self.codebook_initializer),
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+        }
+        return {**super().get_config(), **config}

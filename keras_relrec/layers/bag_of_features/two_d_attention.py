@@ -1,0 +1,175 @@
+"""2-D attention for the neural bag-of-features family (Tran et al. 2022)."""
+
+import keras
+from keras import ops
+
+from keras_relrec.constraints import UnitInterval
+from keras_relrec.utils import validation
+from keras_relrec.utils.registration import register_layer
+
+AXES = (1, 2)
+
+
+@register_layer
+class TwoDAttention(keras.layers.Layer):
+    """2-D attention over one axis of a (batch, steps, features) matrix.
+
+    Tran, Passalis, Tefas, Gabbouj and Iosifidis, "Attention-based neural
+    bag-of-features learning for sequence data", IEEE Access 10, 2022. For
+    each example's matrix S, with L the length of the attended axis:
+
+    ```
+    W' = W with its diagonal set to 1/L          (on every call)
+    E  = S W'  (mixing along the attended axis)
+    A  = softmax(E) along the attended axis
+    S̃  = τ (S ⊙ A) + (1 − τ) S,                  τ ∈ [0, 1]
+    ```
+
+    `axis=1` attends over the steps (the paper's temporal attention on the
+    memberships Φ: which steps matter), `axis=2` over the features (its
+    codeword attention on Φ, or the lecture's input attention on the raw
+    input X before the quantizer: which features matter at each step). W is
+    (L, L), initialised to 1/L everywhere so that A starts uniform; τ starts
+    at 0.5 and a `UnitInterval` constraint clips it to [0, 1] after every
+    update, as the authors clip it. (The authors' code calls 1 − τ `alpha`.)
+    With a mask and `axis=1`, masked steps are zeroed before the mixing and
+    get no attention; the mask is passed on.
+
+    Args:
+        axis: 1 (steps) or 2 (features), the attended axis. Default 1.
+        initial_tau: τ's initial value in [0, 1]. Default 0.5.
+        trainable_tau: Whether τ learns. Default True.
+        kernel_initializer: Of W; default the constant 1/L.
+        kernel_regularizer, kernel_constraint: Of W.
+        **kwargs: Base `Layer` arguments.
+
+    Call arguments:
+        inputs: (batch, steps, features); the attended axis must have a
+            fixed length.
+        mask: Optional boolean (batch, steps).
+
+    Returns:
+        S̃, the input's shape.
+
+    Attributes:
+        tau: The τ weight. `attention_weights(inputs, mask=None)` returns
+        A for a batch.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_relrec.layers import TwoDAttention
+    >>> x = np.random.default_rng(0).random((2, 5, 3)).astype("float32")
+    >>> temporal = TwoDAttention(axis=1)
+    >>> tuple(temporal(x).shape)
+    (2, 5, 3)
+    >>> a = temporal.attention_weights(x).numpy()
+    >>> bool(np.allclose(a.sum(axis=1), 1.0))  # softmax over the steps
+    True
+    """
+
+    def __init__(
+        self,
+        axis=1,
+        initial_tau=0.5,
+        trainable_tau=True,
+        kernel_initializer=None,
+        kernel_regularizer=None,
+        kernel_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.axis = validation.check_choice("axis", axis, AXES)
+        self.initial_tau = validation.check_float("initial_tau", initial_tau)
+        if not 0.0 <= self.initial_tau <= 1.0:
+            raise ValueError(
+                f"Argument `initial_tau` must be in [0, 1]; received initial_tau={initial_tau!r}."
+            )
+        self.trainable_tau = validation.check_bool("trainable_tau", trainable_tau)
+        self.kernel_initializer = (
+            None if kernel_initializer is None else keras.initializers.get(kernel_initializer)
+        )
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        if len(input_shape) != 3 or input_shape[self.axis] is None:
+            name = "steps" if self.axis == 1 else "features"
+            raise ValueError(
+                f"TwoDAttention(axis={self.axis}) expects inputs (batch, steps, "
+                f"features) with a fixed number of {name} (W is square over the "
+                f"attended axis); received input of shape {tuple(input_shape)}."
+            )
+        length = input_shape[self.axis]
+        self.input_spec = keras.layers.InputSpec(ndim=3, axes={self.axis: length})
+        self.length = length
+        initializer = self.kernel_initializer or keras.initializers.Constant(1.0 / length)
+        self.kernel = self.add_weight(
+            name="kernel",
+            shape=(length, length),
+            initializer=initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+        self.tau = self.add_weight(
+            name="tau",
+            shape=(),
+            initializer=keras.initializers.Constant(self.initial_tau),
+            constraint=UnitInterval(),
+            trainable=self.trainable_tau,
+        )
+
+    def _kernel(self):
+        """W with its diagonal fixed to 1/L."""
+        eye = ops.eye(self.length, dtype=self.compute_dtype)
+        kernel = ops.cast(self.kernel, self.compute_dtype)
+        return kernel * (1.0 - eye) + eye / self.length
+
+    def attention_weights(self, inputs, mask=None):
+        """A, the attention over the attended axis; the input's shape."""
+        inputs = ops.convert_to_tensor(inputs, dtype=self.compute_dtype)
+        if not self.built:
+            self.build(inputs.shape)
+        return self._attention(inputs, mask)
+
+    def _attention(self, inputs, mask):
+        kernel = self._kernel()
+        if self.axis == 2:
+            return ops.softmax(ops.matmul(inputs, kernel), axis=-1)
+        valid = None
+        if mask is not None:
+            valid = ops.expand_dims(ops.cast(mask, "bool"), -1)
+            inputs = ops.where(valid, inputs, ops.zeros_like(inputs))
+        # E[b, t, f] = Σ_s S[b, s, f] W'[s, t]: the steps axis is mixed.
+        logits = ops.einsum("bsf,st->btf", inputs, kernel)
+        if valid is None:
+            return ops.softmax(logits, axis=1)
+        # Masked steps get no weight; a softmax over nothing stays finite.
+        logits = ops.where(valid, logits, ops.full_like(logits, -1e4))
+        return ops.where(valid, ops.softmax(logits, axis=1), ops.zeros_like(logits))
+
+    def call(self, inputs, mask=None):
+        attention = self._attention(inputs, mask)
+        tau = ops.cast(self.tau, self.compute_dtype)
+        return tau * inputs * attention + (1.0 - tau) * inputs
+
+    def compute_mask(self, inputs, mask=None):
+        return mask
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        config = {
+            "axis": self.axis,
+            "initial_tau": self.initial_tau,
+            "trainable_tau": self.trainable_tau,
+            "kernel_initializer": (
+                None if self.kernel_initializer is None
+                else keras.initializers.serialize(self.kernel_initializer)
+            ),
+            "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+            "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+        }
+        return {**super().get_config(), **config}

@@ -1,0 +1,114 @@
+"""Sequence classifiers of the neural bag-of-features family."""
+
+import keras
+
+from keras_relrec.layers import BoFQuantizer
+from keras_relrec.layers import RecurrentBoFCell
+from keras_relrec.layers import TwoDAttention
+
+ATTENTIONS = ("input", "codeword", "temporal")
+
+
+def nbof_classifier(
+    input_shape,
+    num_classes,
+    num_codewords,
+    attention=(),
+    mask_value=0.0,
+    hidden_units=64,
+    dropout=0.2,
+    codebook_data=None,
+    seed=None,
+    name=None,
+):
+    """NBoF, or attention NBoF, for (steps, features) sequences; outputs logits.
+
+    ```
+    sequence → [Masking] → [input attention] → BoFQuantizer (memberships Φ)
+             → [codeword attention] → [temporal attention]
+             → histogram (mean over the valid steps) → Dense(ReLU) → Dropout
+             → Dense(num_classes)
+    ```
+
+    The attentions are `TwoDAttention` layers (Tran et al., IEEE Access
+    2022): input attention over the features of each step, codeword
+    attention over the codewords of each step, temporal attention over the
+    steps (which needs a fixed number of steps).
+
+    Args:
+        input_shape: (steps, features) of one example; steps may be `None`
+            without temporal attention.
+        num_classes: Number of classes.
+        num_codewords: Codewords K of the quantizer.
+        attention: Any of `"input"`, `"codeword"`, `"temporal"`.
+        mask_value: Steps whose features all equal it are padding (a
+            `Masking` layer); `None` for no mask.
+        hidden_units, dropout: The classifier head.
+        codebook_data: Optional training sequences: the quantizer's
+            codebook is set by k-means on the feature vectors it sees for
+            them (after the input attention, if any), skipping padding.
+        seed: Seed of the dropout and of k-means.
+        name: Model name; default `"nbof"` or `"attention_nbof"`.
+
+    Returns:
+        An uncompiled `keras.Model`; its layers are named `quantizer`,
+        `input_attention`, `codeword_attention`, `temporal_attention`,
+        `histogram`.
+    """
+    unknown = set(attention) - set(ATTENTIONS)
+    if unknown or isinstance(attention, str):
+        raise ValueError(
+            f"Argument `attention` must be a collection of {ATTENTIONS}; received "
+            f"attention={attention!r}."
+        )
+    inputs = keras.Input(input_shape, name="sequence")
+    h = inputs if mask_value is None else keras.layers.Masking(mask_value)(inputs)
+    if "input" in attention:
+        h = TwoDAttention(axis=2, name="input_attention")(h)
+    quantizer = BoFQuantizer(num_codewords, name="quantizer")
+    if codebook_data is not None:
+        features = keras.Model(inputs, h).predict(codebook_data, verbose=0)
+        # Masking does not change values: padded steps stay mask_value.
+        quantizer.adapt(features, seed=seed, mask_value=mask_value)
+    phi = quantizer(h)
+    if "codeword" in attention:
+        phi = TwoDAttention(axis=2, name="codeword_attention")(phi)
+    if "temporal" in attention:
+        phi = TwoDAttention(axis=1, name="temporal_attention")(phi)
+    histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(phi)
+    outputs = _head(histogram, num_classes, hidden_units, dropout, seed)
+    return keras.Model(inputs, outputs, name=name or ("attention_nbof" if attention else "nbof"))
+
+
+def recurrent_nbof_classifier(
+    input_shape,
+    num_classes,
+    num_codewords,
+    mask_value=0.0,
+    hidden_units=64,
+    dropout=0.2,
+    codebook_data=None,
+    seed=None,
+    name="recurrent_nbof",
+):
+    """Recurrent NBoF: `RecurrentBoFCell` histograms s_j averaged over the
+    valid steps, then the same head as `nbof_classifier`.
+
+    Args: as `nbof_classifier` (without `attention`). The recurrent
+    quantizer's layer is named `recurrent_quantizer`.
+    """
+    inputs = keras.Input(input_shape, name="sequence")
+    h = inputs if mask_value is None else keras.layers.Masking(mask_value)(inputs)
+    cell = RecurrentBoFCell(num_codewords)
+    if codebook_data is not None:
+        cell.adapt(codebook_data, seed=seed, mask_value=mask_value)
+    states = keras.layers.RNN(cell, return_sequences=True, name="recurrent_quantizer")(h)
+    histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(states)
+    outputs = _head(histogram, num_classes, hidden_units, dropout, seed)
+    return keras.Model(inputs, outputs, name=name)
+
+
+def _head(histogram, num_classes, hidden_units, dropout, seed):
+    h = keras.layers.Dense(hidden_units, activation="relu", name="hidden")(histogram)
+    h = keras.layers.Dropout(dropout, seed=seed, name="dropout")(h)
+    return keras.layers.Dense(num_classes, name="logits")(h)

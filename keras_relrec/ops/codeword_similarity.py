@@ -1,0 +1,47 @@
+"""Scaled distances of feature vectors to codewords (neural bag-of-features)."""
+
+from keras import ops
+
+DISTANCES = ("l2", "squared_l2")
+
+
+def codeword_logits(x, codebook, scale, distance="l2", epsilon=1e-12):
+    """−‖w_k ⊙ (x − v_k)‖ (or its square) for every codeword k.
+
+    The membership of x in codeword k is `softmax_k` of these logits.
+
+    Args:
+        x: (..., D) feature vectors.
+        codebook: (K, D) codewords v_k.
+        scale: (K, D) per-dimension scales w_k, or (K, 1) one per codeword.
+        distance: `"l2"`, ‖·‖₂ (the NBoF lecture), or `"squared_l2"`, ‖·‖₂²
+            (the Gaussian membership of the authors' later code).
+        epsilon: Added under the square root, so the gradient is finite
+            where x equals a codeword.
+
+    Returns:
+        (..., K) logits, in float32 or wider (the caller casts).
+
+    The squared distance is expanded into matrix products, so memory grows
+    with (..., K), not (..., K, D). Both x and the codebook are first
+    centred on the codebook's mean (distances do not change): inputs far
+    from the origin, such as prices, would otherwise lose their digits to
+    cancellation in ‖x‖² − 2 x·v + ‖v‖². What cancellation is left is
+    clipped at zero.
+    """
+    dtype = "float32" if ops.dtype(x) in ("float16", "bfloat16") else ops.dtype(x)
+    x = ops.cast(x, dtype)
+    codebook, scale = ops.cast(codebook, dtype), ops.cast(scale, dtype)
+    centre = ops.mean(codebook, axis=0)
+    x = x - centre
+    codebook = codebook - centre
+    weights = ops.square(scale) * ops.ones_like(codebook)  # (K, D) either way
+    squared = (
+        ops.matmul(ops.square(x), ops.transpose(weights))
+        - 2.0 * ops.matmul(x, ops.transpose(weights * codebook))
+        + ops.sum(weights * ops.square(codebook), axis=-1)
+    )
+    squared = ops.maximum(squared, 0.0)
+    if distance == "squared_l2":
+        return -squared
+    return -ops.sqrt(squared + epsilon)

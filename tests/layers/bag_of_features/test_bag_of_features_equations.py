@@ -1,0 +1,255 @@
+"""The neural bag-of-features layers against NumPy float64 computations of
+their equations: quantizer memberships and histograms, 2-D attention, the
+recurrent cell; the quantizer at zero distance and for large inputs; the
+k-means codebook."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_relrec.layers import BoFQuantizer
+from keras_relrec.layers import RecurrentBoFCell
+from keras_relrec.layers import TwoDAttention
+
+ATOL = 1e-5
+
+
+def softmax(z, axis=-1):
+    z = z - z.max(axis=axis, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def memberships(x, codebook, scales, distance, epsilon=1e-12):
+    """φ_nk = softmax_k(−‖w_k ⊙ (x_n − v_k)‖) by explicit differences."""
+    diff = (x[..., None, :] - codebook) * scales  # (..., K, D)
+    squared = (diff**2).sum(-1)
+    d = squared if distance == "squared_l2" else np.sqrt(squared + epsilon)
+    return softmax(-d)
+
+
+def random_quantizer(rng, k, d, **kwargs):
+    layer = BoFQuantizer(k, **kwargs)
+    layer.build((None, None, d))
+    codebook = rng.normal(size=(k, d))
+    scales = rng.uniform(0.3, 2.0, size=layer.scales.shape)
+    layer.set_weights([codebook.astype("float32"), scales.astype("float32")])
+    return layer, codebook, scales
+
+
+@pytest.mark.parametrize("scale", ["per_dimension", "per_codeword"])
+@pytest.mark.parametrize("distance", ["l2", "squared_l2"])
+def test_memberships_and_histogram(scale, distance):
+    rng = np.random.default_rng(1)
+    layer, codebook, scales = random_quantizer(rng, 6, 4, scale=scale, distance=distance)
+    x = rng.normal(size=(3, 7, 4))
+    expected = memberships(x, codebook, scales, distance)
+    np.testing.assert_allclose(layer(x.astype("float32")), expected, atol=ATOL)
+
+    layer.output_mode = "histogram"
+    mask = np.ones((3, 7), bool)
+    mask[0, 4:] = False
+    mask[2, 0] = False
+    histogram = np.stack([expected[b][mask[b]].mean(0) for b in range(3)])
+    np.testing.assert_allclose(layer(x.astype("float32"), mask=mask), histogram, atol=ATOL)
+
+
+def test_feature_maps():
+    rng = np.random.default_rng(2)
+    layer, codebook, scales = random_quantizer(rng, 5, 3)
+    x = rng.normal(size=(2, 4, 6, 3))
+    expected = memberships(x, codebook, scales, "l2")
+    np.testing.assert_allclose(layer(x.astype("float32")), expected, atol=ATOL)
+    layer.output_mode = "histogram"
+    np.testing.assert_allclose(layer(x.astype("float32")), expected.mean((1, 2)), atol=ATOL)
+
+
+def test_finite_gradients_at_zero_distance():
+    rng = np.random.default_rng(3)
+    layer, codebook, _ = random_quantizer(rng, 4, 3, output_mode="histogram")
+    # Every vector sits exactly on a codeword.
+    x = tf.constant(np.stack([codebook[[0, 1, 2]], codebook[[3, 3, 0]]]).astype("float32"))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_sum(layer(x) * tf.range(1.0, 5.0))
+    grads = tape.gradient(loss, [x] + layer.trainable_weights)
+    for g in grads:
+        assert np.all(np.isfinite(g)), g
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e5])
+def test_inputs_far_from_the_origin(offset):
+    """Prices and the like: vectors near each other but far from zero keep
+    their memberships (no cancellation), and nothing overflows."""
+    rng = np.random.default_rng(4)
+    codebook = offset + rng.normal(size=(5, 3))
+    x = offset + rng.normal(size=(2, 8, 3))
+    layer = BoFQuantizer(5)
+    layer.build((None, None, 3))
+    layer.set_weights([codebook.astype("float32"), np.ones((5, 3), "float32")])
+    got = np.asarray(layer(x.astype("float32")))
+    # float32 holds offset + noise to about offset · 6e-8 per coordinate.
+    expected = memberships(x.astype("float32").astype("float64"),
+                           codebook.astype("float32").astype("float64"), 1.0, "l2")
+    np.testing.assert_allclose(got, expected, atol=1e-4)
+
+
+def test_large_distances_stay_finite():
+    layer = BoFQuantizer(3, distance="squared_l2")
+    x = np.full((1, 2, 4), 1e9, "float32")
+    out = np.asarray(layer(x))
+    assert np.all(np.isfinite(out)) and np.allclose(out.sum(-1), 1.0)
+
+
+def test_adapt_is_scikit_learn_kmeans():
+    from sklearn.cluster import KMeans
+
+    rng = np.random.default_rng(5)
+    centres = np.array([[5.0, 0.0], [-5.0, 0.0], [0.0, 5.0]])
+    x = (centres[rng.integers(0, 3, (40, 6))] + 0.1 * rng.normal(size=(40, 6, 2)))
+    x[:10, -2:] = 0.0  # padding, which mask_value leaves out
+    x = x.astype("float32")
+    layer = BoFQuantizer(3)
+    layer.adapt(x, seed=7, mask_value=0.0)
+    vectors = x.reshape(-1, 2)
+    vectors = vectors[~np.all(vectors == 0.0, axis=-1)].astype("float64")
+    expected = KMeans(3, n_init=4, random_state=7).fit(vectors).cluster_centers_
+    np.testing.assert_allclose(layer.codebook.numpy(), expected, atol=1e-5)
+
+    # Deterministic, and the same from a tf.data.Dataset of (x, y) batches.
+    again = BoFQuantizer(3)
+    dataset = tf.data.Dataset.from_tensor_slices((x, np.zeros(40))).batch(16)
+    again.adapt(dataset, seed=7, mask_value=0.0)
+    np.testing.assert_allclose(again.codebook.numpy(), layer.codebook.numpy(), atol=1e-6)
+
+    # Sampling: deterministic for a seed.
+    a, b = BoFQuantizer(3), BoFQuantizer(3)
+    a.adapt(x, sample_size=50, seed=1)
+    b.adapt(x, sample_size=50, seed=1)
+    np.testing.assert_array_equal(a.codebook.numpy(), b.codebook.numpy())
+
+
+def test_adapt_errors():
+    with pytest.raises(ValueError, match="at least num_codewords=8"):
+        BoFQuantizer(8).adapt(np.zeros((1, 3, 2), "float32") + 1.0)
+    layer = BoFQuantizer(2)
+    layer.build((None, None, 3))
+    with pytest.raises(ValueError, match="feature vectors of size 3; received size 2"):
+        layer.adapt(np.ones((4, 5, 2), "float32"))
+
+
+def two_d_attention(s, kernel, tau, axis, mask=None):
+    """S̃ = τ(S ⊙ A) + (1 − τ)S with A = softmax(S W') along `axis`, W' = W
+    with its diagonal 1/L; written per example as the paper's matrices."""
+    length = kernel.shape[0]
+    kernel = kernel.copy()
+    np.fill_diagonal(kernel, 1.0 / length)
+    out = np.empty_like(s)
+    for b in range(s.shape[0]):
+        example = s[b]  # (steps, features)
+        if axis == 2:
+            a = softmax(example @ kernel, axis=-1)
+        else:
+            valid = np.ones(example.shape[0], bool) if mask is None else mask[b]
+            matrix = np.where(valid[:, None], example, 0.0).T  # (features, steps)
+            logits = matrix @ kernel
+            a = np.zeros_like(logits)
+            a[:, valid] = softmax(logits[:, valid], axis=-1)
+            a = a.T
+        out[b] = tau * example * a + (1 - tau) * example
+    return out
+
+
+@pytest.mark.parametrize("axis", [1, 2])
+def test_two_d_attention(axis):
+    rng = np.random.default_rng(6)
+    s = rng.normal(size=(3, 5, 4))
+    layer = TwoDAttention(axis=axis)
+    layer.build(s.shape)
+    length = s.shape[axis]
+    # A large diagonal that the layer must overwrite with 1/L.
+    kernel = rng.normal(size=(length, length)) + 50.0 * np.eye(length)
+    layer.set_weights([kernel.astype("float32"), np.float32(0.3)])
+    expected = two_d_attention(s, kernel, 0.3, axis)
+    np.testing.assert_allclose(layer(s.astype("float32")), expected, atol=ATOL)
+
+
+def test_two_d_attention_over_masked_steps():
+    rng = np.random.default_rng(7)
+    s = rng.normal(size=(3, 6, 2))
+    mask = np.ones((3, 6), bool)
+    mask[0, 3:] = False
+    mask[1, 0] = False
+    layer = TwoDAttention(axis=1)
+    layer.build(s.shape)
+    kernel = rng.normal(size=(6, 6))
+    layer.set_weights([kernel.astype("float32"), np.float32(0.8)])
+    expected = two_d_attention(s, kernel, 0.8, 1, mask)
+    got = np.asarray(layer(s.astype("float32"), mask=mask))
+    np.testing.assert_allclose(got[mask], expected[mask], atol=ATOL)
+    a = np.asarray(layer.attention_weights(s.astype("float32"), mask=mask))
+    np.testing.assert_allclose(a.sum(axis=1), 1.0, atol=ATOL)
+    assert np.all(a[~mask] == 0.0)
+
+
+def test_tau_stays_in_the_unit_interval():
+    s = np.random.default_rng(8).normal(size=(4, 5, 3)).astype("float32")
+    inputs = keras.Input((5, 3))
+    layer = TwoDAttention(axis=1, initial_tau=0.95)
+    model = keras.Model(inputs, layer(inputs))
+    model.compile(optimizer=keras.optimizers.SGD(100.0), loss="mse")
+    # Any target pushes τ hard one way; the constraint clips it back.
+    for target in (s * 5.0, -s * 5.0):
+        model.fit(s, target, epochs=3, verbose=0)
+        assert 0.0 <= float(layer.tau.numpy()) <= 1.0
+    assert float(layer.tau.numpy()) in (0.0, 1.0)
+
+
+def recurrent_bof(x, s0, codebook, scales, kernel, recurrent, bias, quantizer):
+    """The documented recurrence, step by step, from state s0."""
+    k = codebook.shape[0]
+    s, outputs = s0, []
+    for t in range(x.shape[1]):
+        xt = x[:, t]
+        a = -np.sqrt((((xt[:, None, :] - codebook) * scales) ** 2).sum(-1) + 1e-12)
+        gates = sigmoid(xt @ kernel + s @ recurrent + bias)
+        r, z = gates[:, :k], gates[:, k:]
+        u = softmax(a + (r * s) @ quantizer)
+        s = (1 - z) * s + z * u
+        outputs.append(s)
+    return np.stack(outputs, 1)
+
+
+def test_recurrent_bof_cell():
+    rng = np.random.default_rng(9)
+    b, t, d, k = 3, 6, 4, 5
+    cell = RecurrentBoFCell(k)
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    x = rng.normal(size=(b, t, d))
+    s0 = rng.dirichlet(np.ones(k), size=b)
+    rnn(x.astype("float32"), initial_state=[s0.astype("float32")])
+    weights = [rng.uniform(-0.8, 0.8, w.shape) for w in cell.get_weights()]
+    weights[1] = np.abs(weights[1]) + 0.2  # scales
+    cell.set_weights([w.astype("float32") for w in weights])
+    got = rnn(x.astype("float32"), initial_state=[s0.astype("float32")])
+    np.testing.assert_allclose(got, recurrent_bof(x, s0, *weights), atol=ATOL)
+
+
+def test_recurrent_bof_adapt_and_sequence_histogram():
+    rng = np.random.default_rng(10)
+    x = rng.normal(size=(5, 7, 3)).astype("float32")
+    x[0, 5:] = 0.0
+    cell = RecurrentBoFCell(4)
+    cell.adapt(x, seed=0, mask_value=0.0)
+    inputs = keras.Input((7, 3))
+    masked = keras.layers.Masking(0.0)(inputs)
+    states = keras.layers.RNN(cell, return_sequences=True)(masked)
+    model = keras.Model(inputs, keras.layers.GlobalAveragePooling1D()(states))
+    weights = [w.astype("float64") for w in cell.get_weights()]
+    per_step = recurrent_bof(x[:1, :5].astype("float64"), np.zeros((1, 4)), *weights)
+    np.testing.assert_allclose(model(x)[0], per_step[0].mean(0), atol=ATOL)

@@ -1,0 +1,77 @@
+"""The NBoF classifiers: wiring, masking, codebooks from data, export."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_relrec.export import export_tflite
+from keras_relrec.export import run_sequence
+from keras_relrec.models import nbof_classifier
+from keras_relrec.models import recurrent_nbof_classifier
+
+
+def padded_batch(seed=0, batch=6, steps=9, features=3):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(batch, steps, features)).astype("float32")
+    lengths = rng.integers(3, steps + 1, batch)
+    for k, n in enumerate(lengths):
+        x[k, n:] = 0.0
+    return x, rng.integers(0, 4, batch)
+
+
+@pytest.mark.parametrize("attention", [(), ("input", "codeword", "temporal")])
+def test_nbof_wiring_and_training(attention):
+    x, y = padded_batch()
+    model = nbof_classifier((9, 3), 4, 5, attention=attention, codebook_data=x, seed=0)
+    names = {layer.name for layer in model.layers}
+    assert {"quantizer", "histogram", "logits"} <= names
+    assert {f"{a}_attention" for a in attention} <= names
+    model.compile(optimizer="adam",
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    before = model.get_weights()
+    model.fit(x, y, epochs=2, verbose=0)
+    assert model.predict(x, verbose=0).shape == (6, 4)
+    assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+
+
+def test_codebook_from_the_features_the_quantizer_sees():
+    """With input attention first, k-means runs on the attended features."""
+    from sklearn.cluster import KMeans
+
+    x, _ = padded_batch(seed=1)
+    model = nbof_classifier((9, 3), 4, 5, attention=("input",), codebook_data=x, seed=3)
+    seen = keras.Model(model.input, model.get_layer("input_attention").output).predict(x, verbose=0)
+    vectors = seen.reshape(-1, 3)
+    vectors = vectors[~np.all(vectors == 0.0, axis=-1)].astype("float64")
+    expected = KMeans(5, n_init=4, random_state=3).fit(vectors).cluster_centers_
+    np.testing.assert_allclose(model.get_layer("quantizer").codebook.numpy(), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: nbof_classifier((None, 3), 4, 5, attention=("input", "codeword")),
+    lambda: recurrent_nbof_classifier((None, 3), 4, 5),
+])
+def test_padding_changes_nothing(build):
+    """A sequence gives the same logits however much padding follows it."""
+    model = build()
+    x, _ = padded_batch(seed=2, batch=1, steps=5)
+    x[0, 4:] = 0.0
+    longer = np.concatenate([x, np.zeros((1, 7, 3), "float32")], axis=1)
+    np.testing.assert_allclose(model(x), model(longer), atol=1e-5)
+    assert not np.allclose(model(x), model(x[:, :2]))
+
+
+def test_bad_attention_name():
+    with pytest.raises(ValueError, match="attention"):
+        nbof_classifier((9, 3), 4, 5, attention=("spatial",))
+    with pytest.raises(ValueError, match="attention"):
+        nbof_classifier((9, 3), 4, 5, attention="input")
+
+
+def test_attention_nbof_exports_to_tflite(tmp_path):
+    x, _ = padded_batch(seed=4)
+    model = nbof_classifier((9, 3), 4, 5, attention=("input", "codeword", "temporal"))
+    summary = export_tflite(model, tmp_path / "nbof.tflite", dynamic_length=False)
+    assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
+    np.testing.assert_allclose(run_sequence(tmp_path / "nbof.tflite", x)["output"],
+                               model.predict(x, verbose=0), atol=1e-5)
