@@ -62,3 +62,15 @@ def test_relational_memory_benchmark_quick(tmp_path):
                     "Before and after the attention rewrite"):
         assert heading in text
     assert "the biggest cost of a training step is" in text
+
+
+def test_bag_of_features_benchmark_quick(tmp_path):
+    text = run_quick("bench_bag_of_features.py", tmp_path)
+    assert "<!-- bench_bag_of_features:start -->" in text
+    assert "<!-- bench_bag_of_features:end -->" in text
+    assert "Quick smoke-test run" in text
+    for heading in ("Codeword sweep", "Length sweep", "Memory at the largest size"):
+        assert heading in text
+    for model in ("quantizer + attention", "quantizer only"):
+        assert f"| {model} |" in text
+    assert "f32 infer frames/s" in text and "peak RSS" in text

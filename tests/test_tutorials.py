@@ -53,7 +53,7 @@ def test_nth_farthest_rmc_tiny(tmp_path):
     # The LSTM is sized to the RMC's recurrent weights.
     assert abs(lstm["recurrent_weights"] - rmc["recurrent_weights"]) < 0.2 * rmc["recurrent_weights"]
     for r in rows:
-        assert 0.0 <= r["accuracy"] <= 1.0 and len(r["by_n"]) == 4 and r["examples"] >= 256
+        assert 0.0 <= r["accuracy"] <= 1.0 and len(r["by_n"]) == 3 and r["examples"] >= 256
     for name in ("nth_farthest_curves.png", "nth_farthest_attention.png"):
         assert (tmp_path / name).stat().st_size > 1000
     assert "| RMC |" in (tmp_path / "nth_farthest_results.md").read_text()
@@ -62,4 +62,22 @@ def test_nth_farthest_rmc_tiny(tmp_path):
     assert (saved / "nth_farthest_rmc.tflite").is_file()
     assert (saved / "nth_farthest_rmc_savedmodel" / "saved_model.pb").is_file()
     card = json.loads((saved / "card.json").read_text())
-    assert card["test_accuracy"] == rmc["accuracy"] and card["task"] == {"num_objects": 4, "num_features": 4}
+    assert card["test_accuracy"] == rmc["accuracy"]
+    assert card["task"] == {"num_objects": 3, "num_features": 1, "count_from": "nearest"}
+
+
+def test_japanese_vowels_nbof_tiny(tmp_path):
+    tutorial = load_tutorial("japanese_vowels_nbof")
+    saved = tmp_path / "saved"
+    results = tutorial.main(["--tiny", "--output-dir", str(tmp_path), "--save-dir", str(saved)])
+    assert [r["model"] for r in results] == list(tutorial.MODELS)
+    for r in results:
+        assert len(r["accuracies"]) == 2 and all(0.0 <= a <= 1.0 for a in r["accuracies"])
+    for name in ("nbof_histograms.png", "nbof_temporal_attention.png"):
+        assert (tmp_path / name).stat().st_size > 1000
+    table = (tmp_path / "nbof_results.md").read_text()
+    assert "| Attention NBoF |" in table and "(published)" in table
+    card = json.loads((saved / "card.json").read_text())
+    assert card["model"] in tutorial.BAG_OF_FEATURES
+    assert (saved / "japanese_vowels_nbof.tflite").is_file()
+    assert (saved / "japanese_vowels_nbof_savedmodel" / "saved_model.pb").is_file()

@@ -1,6 +1,7 @@
 """Sequence classifiers of the neural bag-of-features family."""
 
 import keras
+import numpy as np
 
 from keras_relrec.layers import BoFQuantizer
 from keras_relrec.layers import RecurrentBoFCell
@@ -15,6 +16,7 @@ def nbof_classifier(
     num_codewords,
     attention=(),
     mask_value=0.0,
+    normalization=None,
     hidden_units=64,
     dropout=0.2,
     codebook_data=None,
@@ -24,7 +26,8 @@ def nbof_classifier(
     """NBoF, or attention NBoF, for (steps, features) sequences; outputs logits.
 
     ```
-    sequence → [Masking] → [input attention] → BoFQuantizer (memberships Φ)
+    sequence → [Masking] → [Normalization] → [input attention]
+             → BoFQuantizer (memberships Φ)
              → [codeword attention] → [temporal attention]
              → histogram (mean over the valid steps) → Dense(ReLU) → Dropout
              → Dense(num_classes)
@@ -43,6 +46,9 @@ def nbof_classifier(
         attention: Any of `"input"`, `"codeword"`, `"temporal"`.
         mask_value: Steps whose features all equal it are padding (a
             `Masking` layer); `None` for no mask.
+        normalization: Optional `(mean, variance)` per feature, for a
+            `Normalization` layer after the masking (statistics of the
+            valid training steps).
         hidden_units, dropout: The classifier head.
         codebook_data: Optional training sequences: the quantizer's
             codebook is set by k-means on the feature vectors it sees for
@@ -61,15 +67,12 @@ def nbof_classifier(
             f"Argument `attention` must be a collection of {ATTENTIONS}; received "
             f"attention={attention!r}."
         )
-    inputs = keras.Input(input_shape, name="sequence")
-    h = inputs if mask_value is None else keras.layers.Masking(mask_value)(inputs)
+    inputs, h = _inputs(input_shape, mask_value, normalization)
     if "input" in attention:
         h = TwoDAttention(axis=2, name="input_attention")(h)
     quantizer = BoFQuantizer(num_codewords, name="quantizer")
     if codebook_data is not None:
-        features = keras.Model(inputs, h).predict(codebook_data, verbose=0)
-        # Masking does not change values: padded steps stay mask_value.
-        quantizer.adapt(features, seed=seed, mask_value=mask_value)
+        _adapt(quantizer, inputs, h, codebook_data, mask_value, seed)
     phi = quantizer(h)
     if "codeword" in attention:
         phi = TwoDAttention(axis=2, name="codeword_attention")(phi)
@@ -85,6 +88,7 @@ def recurrent_nbof_classifier(
     num_classes,
     num_codewords,
     mask_value=0.0,
+    normalization=None,
     hidden_units=64,
     dropout=0.2,
     codebook_data=None,
@@ -97,15 +101,34 @@ def recurrent_nbof_classifier(
     Args: as `nbof_classifier` (without `attention`). The recurrent
     quantizer's layer is named `recurrent_quantizer`.
     """
-    inputs = keras.Input(input_shape, name="sequence")
-    h = inputs if mask_value is None else keras.layers.Masking(mask_value)(inputs)
+    inputs, h = _inputs(input_shape, mask_value, normalization)
     cell = RecurrentBoFCell(num_codewords)
     if codebook_data is not None:
-        cell.adapt(codebook_data, seed=seed, mask_value=mask_value)
+        _adapt(cell, inputs, h, codebook_data, mask_value, seed)
     states = keras.layers.RNN(cell, return_sequences=True, name="recurrent_quantizer")(h)
     histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(states)
     outputs = _head(histogram, num_classes, hidden_units, dropout, seed)
     return keras.Model(inputs, outputs, name=name)
+
+
+def _inputs(input_shape, mask_value, normalization):
+    inputs = keras.Input(input_shape, name="sequence")
+    h = inputs if mask_value is None else keras.layers.Masking(mask_value)(inputs)
+    if normalization is not None:
+        mean, variance = normalization
+        h = keras.layers.Normalization(mean=mean, variance=variance, name="normalization")(h)
+    return inputs, h
+
+
+def _adapt(layer, inputs, features, data, mask_value, seed):
+    """k-means codebook of `layer` from the vectors it will see for `data`
+    (after the layers before it), padded steps left out."""
+    seen = keras.Model(inputs, features).predict(data, verbose=0)
+    data = np.asarray(data)
+    valid = np.ones(data.shape[:-1], bool)
+    if mask_value is not None:
+        valid = ~np.all(data == mask_value, axis=-1)
+    layer.adapt(seen[valid], seed=seed)
 
 
 def _head(histogram, num_classes, hidden_units, dropout, seed):
