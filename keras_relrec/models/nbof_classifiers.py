@@ -6,6 +6,7 @@ import numpy as np
 from keras_relrec.layers import BoFQuantizer
 from keras_relrec.layers import RecurrentBoFCell
 from keras_relrec.layers import TwoDAttention
+from keras_relrec.utils import validation
 
 ATTENTIONS = ("input", "codeword", "temporal")
 
@@ -50,7 +51,7 @@ def nbof_classifier(
             `Normalization` layer after the masking (statistics of the
             valid training steps).
         hidden_units, dropout: The classifier head.
-        codebook_data: Optional training sequences: the quantizer's
+        codebook_data: Optional training sequences (an array): the quantizer's
             codebook is set by k-means on the feature vectors it sees for
             them (after the input attention, if any), skipping padding.
         seed: Seed of the dropout and of k-means.
@@ -61,12 +62,13 @@ def nbof_classifier(
         `input_attention`, `codeword_attention`, `temporal_attention`,
         `histogram`.
     """
-    unknown = set(attention) - set(ATTENTIONS)
-    if unknown or isinstance(attention, str):
+    attention = () if attention is None else attention
+    if isinstance(attention, str) or set(attention) - set(ATTENTIONS):
         raise ValueError(
             f"Argument `attention` must be a collection of {ATTENTIONS}; received "
             f"attention={attention!r}."
         )
+    _check_head(num_classes, hidden_units, dropout)
     inputs, h = _inputs(input_shape, mask_value, normalization)
     if "input" in attention:
         h = TwoDAttention(axis=2, name="input_attention")(h)
@@ -101,6 +103,7 @@ def recurrent_nbof_classifier(
     Args: as `nbof_classifier` (without `attention`). The recurrent
     quantizer's layer is named `recurrent_quantizer`.
     """
+    _check_head(num_classes, hidden_units, dropout)
     inputs, h = _inputs(input_shape, mask_value, normalization)
     cell = RecurrentBoFCell(num_codewords)
     if codebook_data is not None:
@@ -109,6 +112,12 @@ def recurrent_nbof_classifier(
     histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(states)
     outputs = _head(histogram, num_classes, hidden_units, dropout, seed)
     return keras.Model(inputs, outputs, name=name)
+
+
+def _check_head(num_classes, hidden_units, dropout):
+    validation.check_positive_int("num_classes", num_classes)
+    validation.check_positive_int("hidden_units", hidden_units)
+    validation.check_rate("dropout", dropout)
 
 
 def _inputs(input_shape, mask_value, normalization):
@@ -123,6 +132,11 @@ def _inputs(input_shape, mask_value, normalization):
 def _adapt(layer, inputs, features, data, mask_value, seed):
     """k-means codebook of `layer` from the vectors it will see for `data`
     (after the layers before it), padded steps left out."""
+    if not hasattr(data, "shape"):
+        raise ValueError(
+            "Argument `codebook_data` must be an array of training sequences "
+            f"(examples, steps, features); received {type(data).__name__}."
+        )
     seen = keras.Model(inputs, features).predict(data, verbose=0)
     data = np.asarray(data)
     valid = np.ones(data.shape[:-1], bool)

@@ -24,12 +24,18 @@ def codeword_logits(x, codebook, scale, distance="l2", epsilon=1e-12):
 
     The squared distance is expanded into matrix products, so memory grows
     with (..., K), not (..., K, D). Both x and the codebook are first
-    centred on the codebook's mean (distances do not change): inputs far
-    from the origin, such as prices, would otherwise lose their digits to
-    cancellation in ‖x‖² − 2 x·v + ‖v‖². What cancellation is left is
-    clipped at zero.
+    centred on the codebook's mean (distances do not change), which removes
+    an offset they share: inputs far from the origin, such as prices, would
+    otherwise lose their digits to cancellation in ‖x‖² − 2 x·v + ‖v‖².
+    What remains is a relative error of about float32's 1e-7 times
+    (spread of the codebook / distance)², so a distance that is tiny next to
+    the codebook's spread is inexact (normalise such inputs); what
+    cancellation leaves below zero is clipped to zero.
     """
-    dtype = "float32" if ops.dtype(x) in ("float16", "bfloat16") else ops.dtype(x)
+    # Half precision cannot hold squared distances; integers are features too.
+    dtype = ops.dtype(x)
+    if dtype not in ("float32", "float64"):
+        dtype = "float32"
     x = ops.cast(x, dtype)
     codebook, scale = ops.cast(codebook, dtype), ops.cast(scale, dtype)
     centre = ops.mean(codebook, axis=0)

@@ -53,7 +53,8 @@ def check_float(name, value):
 
 
 def check_choice(name, value, choices):
-    if value not in choices:
+    # Exact types: True == 1 and 1.0 == 1 must not pass for the choice 1.
+    if not any(value == c and type(value) is type(c) for c in choices):
         raise ValueError(
             f"Argument `{name}` must be one of {choices}; received {name}={value!r}."
         )
@@ -62,7 +63,7 @@ def check_choice(name, value, choices):
 
 def check_positive_float(name, value):
     value = check_float(name, value)
-    if not value > 0:
+    if not 0 < value < float("inf"):
         raise ValueError(
             f"Argument `{name}` must be a positive float; received {name}={value!r}."
         )
@@ -71,7 +72,7 @@ def check_positive_float(name, value):
 
 def check_non_negative_float(name, value):
     value = check_float(name, value)
-    if not value >= 0:
+    if not 0 <= value < float("inf"):
         raise ValueError(
             f"Argument `{name}` must be a non-negative float; received {name}={value!r}."
         )

@@ -115,6 +115,15 @@ ENTRIES = [
     ),
     Entry(
         layers.BoFQuantizer,
+        # The histogram over the valid steps of a sequence.
+        {"num_codewords": 5, "output_mode": "histogram"},
+        (6, 3),
+        variant="histogram",
+        bad_rank_match=r"expects sequences \(batch, steps, features\)",
+        takes_mask=True,
+    ),
+    Entry(
+        layers.BoFQuantizer,
         # The histogram of feature maps, with the other similarity.
         {"num_codewords": 5, "output_mode": "histogram", "scale": "per_codeword",
          "distance": "squared_l2"},

@@ -35,6 +35,10 @@ recurrent_entries = pytest.mark.parametrize(
 )
 dropout_entries = pytest.mark.parametrize("entry", DROPOUT_ENTRIES, ids=lambda e: e.id)
 mask_entries = pytest.mark.parametrize("entry", MASK_ENTRIES, ids=lambda e: e.id)
+# Everything that reads a mask: recurrent entries and mask-taking layers.
+masking_entries = pytest.mark.parametrize(
+    "entry", RECURRENT_ENTRIES + MASK_ENTRIES, ids=lambda e: e.id
+)
 
 
 def test_every_public_layer_has_an_entry():
@@ -175,13 +179,13 @@ def jax_results(tmp_path_factory):
         model.save(folder / f"{name}.keras")
         case = {"x": x, "y": y}
         record = {"outputs": np.asarray(model(x))}
-        if entry.recurrent:
+        if entry.recurrent or entry.takes_mask:
             masked = masked_model(entry)
             x_masked = padded_input(entry, x)
             masked.save(folder / f"{name}.masked.keras")
             case["x_masked"] = x_masked
             record["masked_outputs"] = np.asarray(masked(x_masked))
-            if entry.dropout_kwargs:
+            if entry.recurrent and entry.dropout_kwargs:
                 entry.make_model(**entry.dropout_kwargs).save(
                     folder / f"{name}.dropout.keras"
                 )
@@ -212,7 +216,7 @@ def test_jax_backend_matches_tensorflow(entry, jax_results):
         np.testing.assert_allclose(have[f"fit_weight_{i}"], w, atol=ATOL)
 
 
-@recurrent_entries
+@masking_entries
 def test_jax_masking(entry, jax_results):
     expected, got = jax_results
     want, have = expected[entry.id], got[entry.id]
@@ -277,7 +281,8 @@ def test_masked_steps_change_nothing(entry):
 def masked_model(entry):
     inputs = keras.Input(entry.input_shape)
     masked = keras.layers.Masking(0.0)(inputs)
-    return keras.Model(inputs, entry.make_layer(return_sequences=True)(masked))
+    overrides = {"return_sequences": True} if entry.recurrent else {}
+    return keras.Model(inputs, entry.make_layer(**overrides)(masked))
 
 
 def padded_input(entry, x, pad=2):

@@ -61,11 +61,18 @@ def test_padding_changes_nothing(build):
     assert not np.allclose(model(x), model(x[:, :2]))
 
 
-def test_bad_attention_name():
+def test_bad_arguments():
     with pytest.raises(ValueError, match="attention"):
         nbof_classifier((9, 3), 4, 5, attention=("spatial",))
     with pytest.raises(ValueError, match="attention"):
         nbof_classifier((9, 3), 4, 5, attention="input")
+    with pytest.raises(ValueError, match="num_classes"):
+        recurrent_nbof_classifier((9, 3), 0, 5)
+    with pytest.raises(ValueError, match="dropout"):
+        nbof_classifier((9, 3), 4, 5, dropout=1.5)
+    with pytest.raises(ValueError, match="codebook_data"):
+        nbof_classifier((9, 3), 4, 5, codebook_data=[[[0.0, 1.0, 2.0]]])
+    assert nbof_classifier((9, 3), 4, 5, attention=None).name == "nbof"
 
 
 def test_attention_nbof_exports_to_tflite(tmp_path):

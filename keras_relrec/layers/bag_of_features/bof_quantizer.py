@@ -37,8 +37,10 @@ class BoFQuantizer(keras.layers.Layer):
     (`scale="per_codeword"`) and a Gaussian of the squared distance
     (`distance="squared_l2"`, i.e. φ_nk ∝ exp(−‖w_k ⊙ (x_n − v_k)‖²)).
     ε = `epsilon` is added under the square root, so gradients stay finite
-    where a vector sits on a codeword; distances are computed in at least
-    float32 under mixed precision.
+    where a vector sits on a codeword. Under mixed precision the inputs and
+    weights are taken in float32 (not cast to the compute dtype first) and
+    distances, softmax and histogram are computed in float32; only the
+    output takes the compute dtype.
 
     The codebook is best initialised from data: `adapt(data)` runs k-means
     (scikit-learn's `KMeans`, extra `[kmeans]`) on sampled feature vectors,
@@ -64,8 +66,9 @@ class BoFQuantizer(keras.layers.Layer):
     Call arguments:
         inputs: (batch, steps, D) sequences or (batch, height, width, D)
             feature maps.
-        mask: Optional boolean (batch, steps) mask for sequences; masked
-            vectors count in no histogram.
+        mask: Optional boolean mask, (batch, steps) for sequences or
+            (batch, height, width) for feature maps; masked vectors count in
+            no histogram.
 
     Returns:
         memberships (input shape with last axis K), or the histogram
@@ -73,13 +76,13 @@ class BoFQuantizer(keras.layers.Layer):
 
     Example:
 
-    >>> import numpy as np
+    >>> import keras, numpy as np
     >>> from keras_relrec.layers import BoFQuantizer
     >>> x = np.random.default_rng(0).normal(size=(8, 20, 3)).astype("float32")
     >>> quantizer = BoFQuantizer(4, output_mode="histogram")
     >>> quantizer.adapt(x, seed=0)
-    >>> histogram = quantizer(x)
-    >>> tuple(histogram.shape), bool(np.allclose(histogram.numpy().sum(-1), 1.0))
+    >>> histogram = keras.ops.convert_to_numpy(quantizer(x))
+    >>> histogram.shape, bool(np.allclose(histogram.sum(-1), 1.0))
     ((8, 4), True)
     """
 
@@ -127,6 +130,9 @@ class BoFQuantizer(keras.layers.Layer):
             initializer=self.codebook_initializer,
             regularizer=self.codebook_regularizer,
             constraint=self.codebook_constraint,
+            # Read in float32 under mixed precision, not autocast: codewords
+            # near 1e5 do not even exist in float16.
+            autocast=False,
         )
         self.scales = self.add_weight(
             name="scales",
@@ -134,17 +140,29 @@ class BoFQuantizer(keras.layers.Layer):
             initializer=keras.initializers.Constant(self.initial_scale),
             regularizer=self.scale_regularizer,
             constraint=self.scale_constraint,
+            autocast=False,
         )
+
+    @property
+    def input_dtype(self):
+        # Distances need the inputs' own precision: a float16 copy of a
+        # price has lost the digits that tell two codewords apart.
+        if self.compute_dtype in ("float16", "bfloat16"):
+            return "float32"
+        return self.compute_dtype
 
     def call(self, inputs, mask=None):
         logits = codeword_logits(inputs, self.codebook, self.scales, self.distance, self.epsilon)
-        memberships = ops.cast(ops.softmax(logits, axis=-1), self.compute_dtype)
+        memberships = ops.softmax(logits, axis=-1)
         if self.output_mode == "memberships":
-            return memberships
+            return ops.cast(memberships, self.compute_dtype)
         if len(memberships.shape) == 4:
             batch = ops.shape(memberships)[0]
             memberships = ops.reshape(memberships, (batch, -1, self.num_codewords))
-        return masked_mean(memberships, mask, axis=1)
+            if mask is not None:
+                mask = ops.reshape(mask, (batch, -1))
+        # Averaged in float32: counts and sums of many vectors.
+        return ops.cast(masked_mean(memberships, mask, axis=1), self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
         return mask if self.output_mode == "memberships" else None
@@ -157,7 +175,10 @@ class BoFQuantizer(keras.layers.Layer):
     def adapt(self, data, sample_size=100_000, seed=None, mask_value=None, n_init=4):
         """Sets the codebook to the k-means centres of sampled feature
         vectors (see `kmeans_codebook` for the arguments)."""
-        centres = kmeans_codebook(data, self.num_codewords, sample_size, seed, mask_value, n_init)
+        centres = kmeans_codebook(
+            data, self.num_codewords, sample_size, seed, mask_value, n_init,
+            features=self.codebook.shape[-1] if self.built else None,
+        )
         set_codebook(self, centres, (None, None, centres.shape[-1]))
 
     def get_config(self):

@@ -3,9 +3,11 @@ layers of the bag-of-features family."""
 
 import numpy as np
 
+from keras_relrec.utils import validation
+
 
 def kmeans_codebook(data, num_codewords, sample_size=100_000, seed=None, mask_value=None,
-                    n_init=4):
+                    n_init=4, features=None):
     """k-means centres of feature vectors sampled from `data`.
 
     Uses scikit-learn's `KMeans` (extra `[kmeans]`).
@@ -20,6 +22,8 @@ def kmeans_codebook(data, num_codewords, sample_size=100_000, seed=None, mask_va
         mask_value: If given, vectors whose every entry equals it (padding)
             are left out, as `keras.layers.Masking` would.
         n_init: k-means restarts. Default 4.
+        features: The vector size the caller expects, if it has one; a
+            mismatch raises before k-means runs.
 
     Returns:
         float64 array (K, D).
@@ -30,7 +34,14 @@ def kmeans_codebook(data, num_codewords, sample_size=100_000, seed=None, mask_va
         raise ImportError(
             "Codebook initialisation needs scikit-learn: pip install 'keras_relrec[kmeans]'"
         ) from error
+    sample_size = validation.check_positive_int("sample_size", sample_size)
+    n_init = validation.check_positive_int("n_init", n_init)
+    seed = validation.check_seed(seed)
     vectors = feature_vectors(data)
+    if features is not None and vectors.shape[-1] != features:
+        raise ValueError(
+            f"Expected feature vectors of size {features}; received size {vectors.shape[-1]}."
+        )
     if mask_value is not None:
         vectors = vectors[~np.all(vectors == mask_value, axis=-1)]
     if len(vectors) > sample_size:
@@ -41,8 +52,7 @@ def kmeans_codebook(data, num_codewords, sample_size=100_000, seed=None, mask_va
             f"k-means needs at least num_codewords={num_codewords} feature vectors; "
             f"received {len(vectors)}."
         )
-    kmeans = KMeans(num_codewords, n_init=n_init,
-                    random_state=None if seed is None else int(seed))
+    kmeans = KMeans(num_codewords, n_init=n_init, random_state=seed)
     return kmeans.fit(vectors.astype(np.float64)).cluster_centers_
 
 
@@ -66,12 +76,6 @@ def feature_vectors(data):
 def set_codebook(layer, centres, input_shape):
     """Builds `layer` for `input_shape` if needed, then assigns the centres
     to its `codebook`."""
-    features = centres.shape[-1]
     if not layer.built:
         layer.build(input_shape)
-    elif layer.codebook.shape[-1] != features:
-        raise ValueError(
-            f"{type(layer).__name__}.adapt expected feature vectors of size "
-            f"{layer.codebook.shape[-1]}; received size {features}."
-        )
     layer.codebook.assign(centres.astype(layer.codebook.dtype))

@@ -36,7 +36,13 @@ class RecurrentBoFCell(keras.layers.Layer):
 
     so that r decides how much of the running histogram biases the
     quantization of the new vector and z how much the new memberships move
-    the histogram. s_j is the output and the state (zeros at the start).
+    the histogram. s_j is the output and the state. It starts at zeros
+    (Keras' zero state, so `reset_state()` and masking behave as for any
+    cell), hence the first s_j sum to less than one; each is a mix of
+    memberships, not a normalised histogram. Distances and the softmax are
+    computed in float32 under mixed precision, but `keras.layers.RNN` casts
+    the inputs to the compute dtype before the cell sees them: normalise
+    large-valued inputs first.
     The sequence-level histogram of the lecture, the mean of the s_j over
     the valid steps, is `RNN(cell, return_sequences=True)` followed by
     `keras.layers.GlobalAveragePooling1D()`, which honours the mask.
@@ -125,25 +131,26 @@ class RecurrentBoFCell(keras.layers.Layer):
 
     def call(self, inputs, states):
         previous = states[0]
-        logits = ops.cast(
-            codeword_logits(inputs, self.codebook, self.scales, self.distance, self.epsilon),
-            self.compute_dtype,
-        )
+        logits = codeword_logits(inputs, self.codebook, self.scales, self.distance, self.epsilon)
         gates = ops.sigmoid(
             ops.matmul(inputs, self.kernel) + ops.matmul(previous, self.recurrent_kernel)
             + self.bias
         )
         reset, update = gates[:, : self.num_codewords], gates[:, self.num_codewords :]
-        memberships = ops.softmax(
-            logits + ops.matmul(reset * previous, self.quantizer_kernel), axis=-1
-        )
+        # The softmax runs in float32 with the logits: a squared distance
+        # beyond float16's range would make every logit −inf.
+        recurrent = ops.cast(ops.matmul(reset * previous, self.quantizer_kernel), logits.dtype)
+        memberships = ops.cast(ops.softmax(logits + recurrent, axis=-1), self.compute_dtype)
         histogram = (1.0 - update) * previous + update * memberships
         return histogram, [histogram]
 
     def adapt(self, data, sample_size=100_000, seed=None, mask_value=None, n_init=4):
         """Sets the codebook to the k-means centres of sampled feature
         vectors, as `BoFQuantizer.adapt` does."""
-        centres = kmeans_codebook(data, self.num_codewords, sample_size, seed, mask_value, n_init)
+        centres = kmeans_codebook(
+            data, self.num_codewords, sample_size, seed, mask_value, n_init,
+            features=self.codebook.shape[-1] if self.built else None,
+        )
         set_codebook(self, centres, (None, centres.shape[-1]))
 
     def get_initial_state(self, batch_size=None):

@@ -57,13 +57,13 @@ class TwoDAttention(keras.layers.Layer):
 
     Example:
 
-    >>> import numpy as np
+    >>> import keras, numpy as np
     >>> from keras_relrec.layers import TwoDAttention
     >>> x = np.random.default_rng(0).random((2, 5, 3)).astype("float32")
     >>> temporal = TwoDAttention(axis=1)
     >>> tuple(temporal(x).shape)
     (2, 5, 3)
-    >>> a = temporal.attention_weights(x).numpy()
+    >>> a = keras.ops.convert_to_numpy(temporal.attention_weights(x))
     >>> bool(np.allclose(a.sum(axis=1), 1.0))  # softmax over the steps
     True
     """
@@ -145,9 +145,14 @@ class TwoDAttention(keras.layers.Layer):
         logits = ops.einsum("bsf,st->btf", inputs, kernel)
         if valid is None:
             return ops.softmax(logits, axis=1)
-        # Masked steps get no weight; a softmax over nothing stays finite.
-        logits = ops.where(valid, logits, ops.full_like(logits, -1e4))
-        return ops.where(valid, ops.softmax(logits, axis=1), ops.zeros_like(logits))
+        # A softmax over the valid steps alone: masked steps get exactly no
+        # weight whatever the logits' range, and an all-masked sequence gets
+        # zeros rather than NaN.
+        weights = ops.cast(valid, logits.dtype)
+        shift = ops.max(ops.where(valid, logits, ops.min(logits)), axis=1, keepdims=True)
+        exp = ops.exp(ops.minimum(logits - ops.stop_gradient(shift), 0.0)) * weights
+        total = ops.sum(exp, axis=1, keepdims=True)
+        return exp / ops.where(total > 0, total, ops.ones_like(total))
 
     def call(self, inputs, mask=None):
         attention = self._attention(inputs, mask)

@@ -253,3 +253,72 @@ def test_recurrent_bof_adapt_and_sequence_histogram():
     weights = [w.astype("float64") for w in cell.get_weights()]
     per_step = recurrent_bof(x[:1, :5].astype("float64"), np.zeros((1, 4)), *weights)
     np.testing.assert_allclose(model(x)[0], per_step[0].mean(0), atol=ATOL)
+
+
+def test_mixed_precision_keeps_the_inputs_digits():
+    """Under mixed_float16 the quantizer reads float32 inputs and computes
+    in float32: prices near 1e5 keep their memberships (a float16 copy of
+    them would be 64 apart)."""
+    rng = np.random.default_rng(11)
+    codebook = 1e5 + rng.normal(size=(4, 2))
+    x = (1e5 + rng.normal(size=(2, 5, 2))).astype("float32")
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        layer = BoFQuantizer(4)
+        layer.build((None, None, 2))
+        layer.set_weights([codebook.astype("float32"), np.ones((4, 2), "float32")])
+        got = np.asarray(layer(x), "float64")
+    finally:
+        keras.config.set_dtype_policy(previous)
+    expected = memberships(x.astype("float64"), codebook.astype("float32").astype("float64"),
+                           1.0, "l2")
+    np.testing.assert_allclose(got, expected, atol=2e-3)  # float16 output
+
+
+def test_recurrent_cell_stays_finite_in_float16():
+    """Squared distances beyond float16's range must not turn into NaN."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        rnn = keras.layers.RNN(RecurrentBoFCell(3, distance="squared_l2"))
+        out = np.asarray(rnn(np.full((2, 4, 3), 300.0, "float32")), "float32")
+    finally:
+        keras.config.set_dtype_policy(previous)
+    assert np.all(np.isfinite(out))
+
+
+def test_integer_inputs():
+    layer, codebook, scales = random_quantizer(np.random.default_rng(12), 3, 2)
+    x = np.array([[[1, 2], [0, -1]]], "int32")
+    np.testing.assert_allclose(layer(x), memberships(x.astype("float64"), codebook, scales, "l2"),
+                               atol=ATOL)
+
+
+def test_feature_map_histogram_with_a_mask():
+    rng = np.random.default_rng(13)
+    layer, codebook, scales = random_quantizer(rng, 4, 3, output_mode="histogram")
+    x = rng.normal(size=(2, 3, 4, 3))
+    mask = rng.random((2, 3, 4)) > 0.3
+    phi = memberships(x, codebook, scales, "l2")
+    expected = np.stack([phi[b][mask[b]].mean(0) for b in range(2)])
+    np.testing.assert_allclose(layer(x.astype("float32"), mask=mask), expected, atol=ATOL)
+
+
+def test_masked_temporal_attention_with_extreme_logits():
+    """The softmax runs over the valid steps alone, whatever the logits'
+    range: A sums to one over them and is zero elsewhere."""
+    rng = np.random.default_rng(14)
+    s = (rng.normal(size=(2, 5, 3)) * 1e3 - 5e4).astype("float32")
+    mask = np.array([[1, 1, 0, 1, 0], [0, 0, 0, 0, 0]], bool)
+    layer = TwoDAttention(axis=1, kernel_initializer="random_normal")
+    a = np.asarray(layer.attention_weights(s, mask=mask))
+    assert np.all(np.isfinite(a))
+    np.testing.assert_allclose(a[0].sum(axis=0), 1.0, atol=ATOL)
+    assert np.all(a[0][~mask[0]] == 0.0) and np.all(a[1] == 0.0)
+
+
+@pytest.mark.parametrize("axis", [True, 1.0, 3])
+def test_attention_axis_must_be_the_int_1_or_2(axis):
+    with pytest.raises(ValueError, match="axis"):
+        TwoDAttention(axis=axis)
