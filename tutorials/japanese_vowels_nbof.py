@@ -15,8 +15,9 @@ model is trained with several seeds; the script writes to --output-dir a
 table (`nbof_results.md`) of test accuracy (mean ± std over the seeds)
 beside published results, the codeword histograms per speaker
 (`nbof_histograms.png`) and the temporal attention over one utterance
-(`nbof_temporal_attention.png`). With --save-dir it saves the best model of
-the bag-of-features family as `.keras`, SavedModel and TFLite with a card.
+(`nbof_temporal_attention.png`). With --save-dir it saves, of the
+bag-of-features model with the best mean accuracy, the one trained with the
+first seed, as `.keras`, SavedModel and TFLite with a card.
 
     python tutorials/japanese_vowels_nbof.py                    # a few minutes
     python tutorials/japanese_vowels_nbof.py --tiny             # seconds, for CI
@@ -146,7 +147,8 @@ def main(argv=None):
     parser.add_argument("--codewords", type=int, default=32)
     parser.add_argument("--lstm-units", type=int, default=64)
     parser.add_argument("--output-dir", default="tutorial_output")
-    parser.add_argument("--save-dir", help="write the best bag-of-features model here")
+    parser.add_argument("--save-dir", help="write the first seed's model of the best "
+                        "bag-of-features kind here")
     args = parser.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
     if args.tiny:
