@@ -2,3 +2,5 @@
 
 from keras_relrec.ops.codeword_similarity import codeword_logits
 from keras_relrec.ops.masked_mean import masked_mean
+from keras_relrec.ops.two_d_attention import two_d_attention
+from keras_relrec.ops.two_d_attention import two_d_attention_weights

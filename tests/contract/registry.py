@@ -153,6 +153,40 @@ ENTRIES = [
         bad_rank_match=r"expects inputs \(batch, steps, features\)",
     ),
     Entry(
+        layers.BilinearLayer,
+        {"units": 4, "steps": 2, "activation": "tanh", "bias_initializer": "random_normal"},
+        (5, 3),
+        bad_kwargs=[
+            ({"units": 0}, "units"),
+            ({"steps": 1.5}, "steps"),
+            ({"data_format": "NCT"}, "data_format"),
+            ({"squeeze": True}, "squeeze"),
+            ({"use_bias": "yes"}, "use_bias"),
+        ],
+        bad_rank_match=r"expects inputs \(batch, time, features\)",
+    ),
+    Entry(
+        layers.TABL,
+        {"units": 4, "steps": 2, "attention_initializer": "random_normal",
+         "initial_lambda": 0.6, "bias_initializer": "random_normal"},
+        (5, 3),
+        bad_kwargs=[
+            ({"attend_over": "channels"}, "attend_over"),
+            ({"initial_lambda": -0.1}, "initial_lambda"),
+            ({"units": -2}, "units"),
+        ],
+        bad_rank_match=r"expects inputs \(batch, time, features\)",
+    ),
+    Entry(
+        layers.TABL,
+        # The paper's layout, attention over features, a squeezed last layer.
+        {"units": 3, "steps": 1, "attend_over": "features", "data_format": "channels_first",
+         "squeeze": True, "activation": "softmax", "attention_initializer": "random_normal"},
+        (4, 5),
+        variant="features-channels-first",
+        bad_rank_match=r"expects inputs \(batch, features, time\)",
+    ),
+    Entry(
         layers.RecurrentBoFCell,
         {"num_codewords": 4, "bias_initializer": "random_normal"},
         (5, 3),

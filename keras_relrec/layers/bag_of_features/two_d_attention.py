@@ -4,6 +4,8 @@ import keras
 from keras import ops
 
 from keras_relrec.constraints import UnitInterval
+from keras_relrec.ops.two_d_attention import two_d_attention
+from keras_relrec.ops.two_d_attention import two_d_attention_weights
 from keras_relrec.utils import validation
 from keras_relrec.utils.registration import register_layer
 
@@ -103,7 +105,6 @@ class TwoDAttention(keras.layers.Layer):
             )
         length = input_shape[self.axis]
         self.input_spec = keras.layers.InputSpec(ndim=3, axes={self.axis: length})
-        self.length = length
         initializer = self.kernel_initializer or keras.initializers.Constant(1.0 / length)
         self.kernel = self.add_weight(
             name="kernel",
@@ -120,44 +121,18 @@ class TwoDAttention(keras.layers.Layer):
             trainable=self.trainable_tau,
         )
 
-    def _kernel(self):
-        """W with its diagonal fixed to 1/L."""
-        eye = ops.eye(self.length, dtype=self.compute_dtype)
-        kernel = ops.cast(self.kernel, self.compute_dtype)
-        return kernel * (1.0 - eye) + eye / self.length
-
     def attention_weights(self, inputs, mask=None):
         """A, the attention over the attended axis; the input's shape."""
         inputs = ops.convert_to_tensor(inputs, dtype=self.compute_dtype)
         if not self.built:
             self.build(inputs.shape)
-        return self._attention(inputs, mask)
-
-    def _attention(self, inputs, mask):
-        kernel = self._kernel()
-        if self.axis == 2:
-            return ops.softmax(ops.matmul(inputs, kernel), axis=-1)
-        valid = None
-        if mask is not None:
-            valid = ops.expand_dims(ops.cast(mask, "bool"), -1)
-            inputs = ops.where(valid, inputs, ops.zeros_like(inputs))
-        # E[b, t, f] = Σ_s S[b, s, f] W'[s, t]: the steps axis is mixed.
-        logits = ops.einsum("bsf,st->btf", inputs, kernel)
-        if valid is None:
-            return ops.softmax(logits, axis=1)
-        # A softmax over the valid steps alone: masked steps get exactly no
-        # weight whatever the logits' range, and an all-masked sequence gets
-        # zeros rather than NaN.
-        weights = ops.cast(valid, logits.dtype)
-        shift = ops.max(ops.where(valid, logits, ops.min(logits)), axis=1, keepdims=True)
-        exp = ops.exp(ops.minimum(logits - ops.stop_gradient(shift), 0.0)) * weights
-        total = ops.sum(exp, axis=1, keepdims=True)
-        return exp / ops.where(total > 0, total, ops.ones_like(total))
+        kernel = ops.cast(self.kernel, self.compute_dtype)
+        return two_d_attention_weights(inputs, kernel, self.axis, mask if self.axis == 1 else None)
 
     def call(self, inputs, mask=None):
-        attention = self._attention(inputs, mask)
         tau = ops.cast(self.tau, self.compute_dtype)
-        return tau * inputs * attention + (1.0 - tau) * inputs
+        kernel = ops.cast(self.kernel, self.compute_dtype)
+        return two_d_attention(inputs, kernel, tau, self.axis, mask if self.axis == 1 else None)
 
     def compute_mask(self, inputs, mask=None):
         return mask

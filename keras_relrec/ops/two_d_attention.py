@@ -1,0 +1,51 @@
+"""2-D attention over one axis of a matrix, shared by `TwoDAttention` (the
+bag-of-features family) and `TABL` (the bilinear family)."""
+
+from keras import ops
+
+
+def fixed_diagonal(kernel):
+    """W' = W with its diagonal set to 1/L, for a square (L, L) kernel."""
+    length = kernel.shape[0]
+    eye = ops.eye(length, dtype=kernel.dtype)
+    return kernel * (1.0 - eye) + eye / length
+
+
+def two_d_attention_weights(s, kernel, axis, mask=None):
+    """A = softmax(S W') along `axis` of every (rows, cols) matrix S.
+
+    Args:
+        s: (batch, rows, cols).
+        kernel: (L, L), L the size of `axis`; its diagonal is replaced by
+            1/L here.
+        axis: 1 (mix and normalise along the rows) or 2 (along the cols).
+        mask: Optional boolean (batch, rows), only with `axis=1`: masked
+            rows are zeroed before the mixing and get no weight.
+
+    Returns:
+        A, the shape of `s`.
+    """
+    kernel = fixed_diagonal(kernel)
+    if axis == 2:
+        return ops.softmax(ops.matmul(s, kernel), axis=-1)
+    valid = None
+    if mask is not None:
+        valid = ops.expand_dims(ops.cast(mask, "bool"), -1)
+        s = ops.where(valid, s, ops.zeros_like(s))
+    # E[b, t, f] = Σ_r S[b, r, f] W'[r, t]: the rows are mixed.
+    logits = ops.einsum("brf,rt->btf", s, kernel)
+    if valid is None:
+        return ops.softmax(logits, axis=1)
+    # A softmax over the valid rows alone: masked rows get exactly no weight
+    # whatever the logits' range, and an all-masked matrix gets zeros
+    # rather than NaN.
+    weights = ops.cast(valid, logits.dtype)
+    shift = ops.max(ops.where(valid, logits, ops.min(logits)), axis=1, keepdims=True)
+    exp = ops.exp(ops.minimum(logits - ops.stop_gradient(shift), 0.0)) * weights
+    total = ops.sum(exp, axis=1, keepdims=True)
+    return exp / ops.where(total > 0, total, ops.ones_like(total))
+
+
+def two_d_attention(s, kernel, mix, axis, mask=None):
+    """S̃ = mix·(S ⊙ A) + (1 − mix)·S, with A from `two_d_attention_weights`."""
+    return mix * s * two_d_attention_weights(s, kernel, axis, mask) + (1.0 - mix) * s
