@@ -4,6 +4,8 @@ import importlib.util
 import json
 import pathlib
 
+import numpy as np
+
 ROOT = pathlib.Path(__file__).parent.parent
 
 
@@ -81,3 +83,31 @@ def test_japanese_vowels_nbof_tiny(tmp_path):
     assert card["model"] in tutorial.BAG_OF_FEATURES
     assert (saved / "japanese_vowels_nbof.tflite").is_file()
     assert (saved / "japanese_vowels_nbof_savedmodel" / "saved_model.pb").is_file()
+
+
+def test_lob_tabl_tiny(tmp_path):
+    tutorial = load_tutorial("lob_tabl")
+    saved = tmp_path / "saved"
+    rows = tutorial.main(["--tiny", "--output-dir", str(tmp_path), "--save-dir", str(saved)])
+    assert [r["model"] for r in rows] == ["C(TABL)", "C(BL)"] * 2
+    for r in rows:
+        assert len(r["accuracy"]) == 2 and all(0.0 <= v <= 1.0 for v in r["accuracy"] + r["f1"])
+        if r["model"] == "C(TABL)":
+            assert all(0.0 <= v <= 1.0 for v in r["final_lambda"])
+    for name in ("tabl_lambda.png", "tabl_attention.png"):
+        assert (tmp_path / name).stat().st_size > 1000
+    assert "| C(TABL) |" in (tmp_path / "tabl_results.md").read_text()
+    card = json.loads((saved / "card.json").read_text())
+    assert card["model"] == "C(TABL)" and (saved / "lob_tabl.tflite").is_file()
+
+
+def test_lob_tabl_reads_fi2010_files(tmp_path, capsys):
+    """The FI-2010 path of the tutorial runs on files in the published layout."""
+    rng = np.random.default_rng(0)
+    for name, events in (("train.txt", 120), ("test.txt", 60)):
+        matrix = np.vstack([rng.normal(size=(144, events)), rng.integers(1, 4, (5, events))])
+        np.savetxt(tmp_path / name, matrix)
+    tutorial = load_tutorial("lob_tabl")
+    tutorial.main(["--fi2010-train", str(tmp_path / "train.txt"),
+                   "--fi2010-test", str(tmp_path / "test.txt"), "--epochs", "1"])
+    assert "FI-2010, horizon 10, C(TABL): accuracy" in capsys.readouterr().out
