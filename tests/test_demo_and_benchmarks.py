@@ -74,3 +74,18 @@ def test_bag_of_features_benchmark_quick(tmp_path):
     for model in ("quantizer + attention", "quantizer only"):
         assert f"| {model} |" in text
     assert "f32 infer frames/s" in text and "peak RSS" in text
+
+
+def test_tabl_benchmark_quick(tmp_path):
+    text = run_quick("bench_tabl.py", tmp_path)
+    assert "<!-- bench_tabl:start -->" in text and "<!-- bench_tabl:end -->" in text
+    assert "Quick smoke-test run" in text
+    for heading in ("One layer over (D, T, D', T')", "How time grows with each dimension",
+                    "The paper's C(TABL) network", "Batch-1 latency: LiteRT vs Keras",
+                    "Conclusions"):
+        assert heading in text
+    for model in ("TABL", "BilinearLayer", "Dense"):
+        assert f"| {model} |" in text
+    assert "| LSTM(" in text and "| C(TABL): " in text and "| C(BL): " in text
+    assert "export failed" not in text
+    assert "TABL takes" in text and "C(TABL) answers in" in text
