@@ -55,8 +55,8 @@ results_file.use_tensorflow_backend()
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from results_file import environment_lines  # noqa: E402
 from results_file import round_robin  # noqa: E402
+from results_file import section_header  # noqa: E402
 from results_file import time_once  # noqa: E402
 from results_file import write_section  # noqa: E402
 
@@ -349,12 +349,8 @@ def memory_lines(spec, rss):
 
 def render(args, p, med, prepared, rss):
     combos = p["combos"]
-    lines = ["## Neural bag-of-features: quantizer and 2-D attention throughput "
-             "(`bench_bag_of_features.py`)", ""]
-    if args.quick:
-        lines += ["> **Quick smoke-test run (tiny sizes): numbers are not "
-                  "meaningful.**", ""]
-    lines += environment_lines()
+    lines = section_header("Neural bag-of-features: quantizer and 2-D attention throughput "
+                           "(`bench_bag_of_features.py`)", args.quick)
     lines += [
         f"- Models: *quantizer + attention* `Input((T, D)) -> BoFQuantizer(K) -> "
         "TwoDAttention(axis=2) -> TwoDAttention(axis=1) -> GlobalAveragePooling1D -> "

@@ -37,8 +37,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 
-from results_file import environment_lines  # noqa: E402
 from results_file import median_seconds  # noqa: E402
+from results_file import section_header  # noqa: E402
 from results_file import time_once  # noqa: E402
 from results_file import write_section  # noqa: E402
 
@@ -145,14 +145,8 @@ def summarize(prepared, train_times, infer_times, args):
 def render(args, peak, rows):
     """The section's Markdown, without its markers (`write_section` adds them)."""
     by_key = {(r["name"], r["jit"]): r for r in rows}
-    lines = [
-        "## LSTM-family cells vs `keras.layers.LSTM` (`bench_lstm_cells.py`)",
-        "",
-    ]
-    if args.quick:
-        lines += ["> **Quick smoke-test run (tiny sizes): numbers are not "
-                  "meaningful.**", ""]
-    lines += environment_lines()
+    lines = section_header("LSTM-family cells vs `keras.layers.LSTM` (`bench_lstm_cells.py`)",
+                           args.quick)
     lines += [
         f"- Shapes: batch {args.batch}, seq len {args.seq_len}, input width "
         f"{args.features}, units {args.units}; SGD, MSE; median of "

@@ -53,8 +53,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from results_file import environment_lines  # noqa: E402
 from results_file import round_robin  # noqa: E402
+from results_file import section_header  # noqa: E402
 from results_file import time_once  # noqa: E402
 from results_file import write_section  # noqa: E402
 
@@ -393,12 +393,8 @@ def ablation_shares(times, layers):
 
 
 def render(args, p, med, prepared, rss):
-    lines = ["## Relational memory core: cost, scaling, profile "
-             "(`bench_relational_memory.py`)", ""]
-    if args.quick:
-        lines += ["> **Quick smoke-test run (tiny sizes): numbers are not "
-                  "meaningful.**", ""]
-    lines += environment_lines()
+    lines = section_header("Relational memory core: cost, scaling, profile "
+                           "(`bench_relational_memory.py`)", args.quick)
     paper, small = p["configs"]["paper-ish"], p["configs"]["small"]
 
     def cfg(c):

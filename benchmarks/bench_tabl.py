@@ -72,8 +72,8 @@ from keras_relrec.export import run_sequence  # noqa: E402
 from keras_relrec.layers import TABL  # noqa: E402
 from keras_relrec.layers import BilinearLayer  # noqa: E402
 
-from results_file import environment_lines  # noqa: E402
 from results_file import round_robin  # noqa: E402
+from results_file import section_header  # noqa: E402
 from results_file import time_once  # noqa: E402
 from results_file import write_section  # noqa: E402
 
@@ -571,10 +571,8 @@ def conclusions(p, args, med, rows):
 
 def render(args, p, med, prepared, rows):
     """The section's Markdown, without its markers (`write_section` adds them)."""
-    lines = ["## TABL vs BilinearLayer, dense and LSTM; LiteRT latency (`bench_tabl.py`)", ""]
-    if args.quick:
-        lines += ["> **Quick smoke-test run (tiny sizes): numbers are not meaningful.**", ""]
-    lines += environment_lines({
+    lines = section_header("TABL vs BilinearLayer, dense and LSTM; LiteRT latency "
+                           "(`bench_tabl.py`)", args.quick, {
         "ai-edge-litert": importlib.metadata.version("ai-edge-litert"),
         "keras_relrec": keras_relrec.__version__,
     })

@@ -60,8 +60,8 @@ from keras_relrec.export import run_sequence  # noqa: E402
 from keras_relrec.export import run_streaming  # noqa: E402
 from keras_relrec.export.tflite_inspect import custom_ops  # noqa: E402
 
-from results_file import environment_lines  # noqa: E402
 from results_file import round_robin  # noqa: E402
+from results_file import section_header  # noqa: E402
 from results_file import time_once  # noqa: E402
 from results_file import write_section  # noqa: E402
 
@@ -448,10 +448,8 @@ def targets(step_rows, size_rows, weights_bytes):
 def render(args, weights, step_rows, sequence_rows, size_rows, exports):
     """The section's Markdown, without its markers (`write_section` adds them)."""
     count, weights_bytes = weights
-    lines = ["## LiteRT export vs TF and Keras, batch 1 (`bench_tflite.py`)", ""]
-    if args.quick:
-        lines += ["> **Quick smoke-test run (tiny sizes): numbers are not meaningful.**", ""]
-    lines += environment_lines({
+    lines = section_header("LiteRT export vs TF and Keras, batch 1 (`bench_tflite.py`)",
+                           args.quick, {
         "ai-edge-litert": importlib.metadata.version("ai-edge-litert"),
         "keras_relrec": keras_relrec.__version__,
     })

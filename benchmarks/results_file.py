@@ -91,6 +91,15 @@ def environment_lines(extra_versions=None):
     ]
 
 
+def section_header(title, quick, extra_versions=None):
+    """A section's first lines: its title, the smoke-test warning when
+    `quick`, then `environment_lines(extra_versions)`."""
+    lines = [f"## {title}", ""]
+    if quick:
+        lines += ["> **Quick smoke-test run (tiny sizes): numbers are not meaningful.**", ""]
+    return lines + environment_lines(extra_versions)
+
+
 def time_once(fn):
     """Wall time of one `fn()` call, in seconds; `fn` must block until its
     result is ready."""
