@@ -29,8 +29,14 @@ test: $(VENV)/.installed-test
 test-slow: $(VENV)/.installed-test
 	$(PY) -m pytest -q -p no:cacheprovider -m slow
 
+# Every benchmark, each rewriting its section of benchmarks/RESULTS.md
+# (about 15 minutes on 2 cores).
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_lstm_cells.py
+	$(PY) benchmarks/bench_tflite.py
+	$(PY) benchmarks/bench_relational_memory.py
+	$(PY) benchmarks/bench_bag_of_features.py
+	$(PY) benchmarks/bench_tabl.py
 
 clean:
 	rm -rf $(VENV) demo_output build *.egg-info
