@@ -38,7 +38,6 @@ import contextlib
 import dataclasses
 import os
 import resource
-import statistics
 import sys
 import time
 
@@ -55,9 +54,8 @@ results_file.use_tensorflow_backend()
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from results_file import round_robin  # noqa: E402
+from results_file import prepare_and_time  # noqa: E402
 from results_file import section_header  # noqa: E402
-from results_file import time_once  # noqa: E402
 from results_file import write_section  # noqa: E402
 
 from keras_relrec.layers import BoFQuantizer  # noqa: E402
@@ -232,20 +230,9 @@ def measure(p, args):
     """
     specs = list(dict.fromkeys(spec for _, _, by_combo in p["codewords"] + p["lengths"]
                                for spec in by_combo.values()))
-    prepared = {}
-    t0 = time.perf_counter()
-    for spec in specs:
-        prepared[spec] = prepare(spec, args.warmup)
-        print(f"[{time.perf_counter() - t0:6.1f}s] prepared {describe(spec)} "
-              f"(warm-up {prepared[spec]['warmup_s']:.1f}s)", flush=True)
-
     keys = [(spec, kind) for spec in specs for kind in ("train", "infer")]
-    samplers = [(lambda fn=prepared[spec][kind]: time_once(fn)) for spec, kind in keys]
-    t1 = time.perf_counter()
-    samples = round_robin(samplers, args.repeats)
-    print(f"[{time.perf_counter() - t0:6.1f}s] timed {len(keys)} callables x "
-          f"{args.repeats} rounds in {time.perf_counter() - t1:.1f}s", flush=True)
-    return {key: statistics.median(s) for key, s in zip(keys, samples)}, prepared
+    return prepare_and_time(keys, lambda spec: prepare(spec, args.warmup), describe,
+                            args.repeats)
 
 
 def describe(spec):

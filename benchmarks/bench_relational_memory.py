@@ -33,7 +33,6 @@ import dataclasses
 import math
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -53,9 +52,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from results_file import round_robin  # noqa: E402
+from results_file import prepare_and_time  # noqa: E402
 from results_file import section_header  # noqa: E402
-from results_file import time_once  # noqa: E402
 from results_file import write_section  # noqa: E402
 
 from keras_relrec.datasets import nth_farthest  # noqa: E402
@@ -335,21 +333,8 @@ def measure(p, args):
         for spec in (before, after):
             wanted[(spec, "train")] = wanted[(spec, "infer")] = None
 
-    prepared = {}
-    t0 = time.perf_counter()
-    for spec, _ in wanted:
-        if spec not in prepared:
-            prepared[spec] = prepare(spec, args.warmup)
-            print(f"[{time.perf_counter() - t0:6.1f}s] prepared {describe(spec)} "
-                  f"(warm-up {prepared[spec]['warmup_s']:.1f}s)", flush=True)
-
-    keys = list(wanted)
-    samplers = [(lambda fn=prepared[spec][kind]: time_once(fn)) for spec, kind in keys]
-    t1 = time.perf_counter()
-    samples = round_robin(samplers, args.repeats)
-    print(f"[{time.perf_counter() - t0:6.1f}s] timed {len(keys)} callables x "
-          f"{args.repeats} rounds in {time.perf_counter() - t1:.1f}s", flush=True)
-    return {key: statistics.median(s) for key, s in zip(keys, samples)}, prepared
+    return prepare_and_time(wanted, lambda spec: prepare(spec, args.warmup), describe,
+                            args.repeats)
 
 
 def describe(spec):

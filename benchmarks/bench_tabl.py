@@ -72,6 +72,9 @@ from keras_relrec.export import run_sequence  # noqa: E402
 from keras_relrec.layers import TABL  # noqa: E402
 from keras_relrec.layers import BilinearLayer  # noqa: E402
 
+from results_file import one_line  # noqa: E402
+from results_file import prepare_and_time  # noqa: E402
+from results_file import rewarmed  # noqa: E402
 from results_file import round_robin  # noqa: E402
 from results_file import section_header  # noqa: E402
 from results_file import time_once  # noqa: E402
@@ -287,34 +290,12 @@ def measure(p, args):
 
     Returns {(spec, "train" | "infer"): median seconds} and {spec: prepared}.
     """
-    specs = all_specs(p)
-    prepared = {}
-    t0 = time.perf_counter()
-    for spec in specs:
-        prepared[spec] = prepare(spec, args.warmup)
-        print(f"[{time.perf_counter() - t0:6.1f}s] prepared {describe(spec)} "
-              f"(warm-up {prepared[spec]['warmup_s']:.1f}s)", flush=True)
-
-    keys = [(spec, kind) for spec in specs for kind in ("train", "infer")]
-    samplers = [(lambda fn=prepared[spec][kind]: time_once(fn)) for spec, kind in keys]
-    t1 = time.perf_counter()
-    samples = round_robin(samplers, args.repeats)
-    print(f"[{time.perf_counter() - t0:6.1f}s] timed {len(keys)} callables x "
-          f"{args.repeats} rounds in {time.perf_counter() - t1:.1f}s", flush=True)
-    return {key: statistics.median(s) for key, s in zip(keys, samples)}, prepared
+    keys = [(spec, kind) for spec in all_specs(p) for kind in ("train", "infer")]
+    return prepare_and_time(keys, lambda spec: prepare(spec, args.warmup), describe,
+                            args.repeats)
 
 
 # Part 3: batch 1 in LiteRT and Keras.
-
-def one_line(error):
-    """A failure reason that fits a Markdown table cell."""
-    text = str(error).strip()
-    first = next((l.strip() for l in text.splitlines() if l.strip()), "")
-    reason = f"{type(error).__name__}: {first}" if first else type(error).__name__
-    if len(reason) > 200:
-        reason = reason[:197] + "..."
-    return reason.replace("|", "\\|")
-
 
 def export(model, path):
     """Exports with a fixed length; if that fails, with a dynamic one.
@@ -331,18 +312,6 @@ def export(model, path):
         raise RuntimeError(f"dynamic_length=False: {fixed}; dynamic_length=True: "
                            f"{one_line(error)}") from None
     return f"exported with dynamic_length=True (dynamic_length=False failed: {fixed})"
-
-
-def rewarmed(sampler):
-    """Runs `sampler` once untimed, then once timed, so that each timed call
-    finds the caches its own previous call left, not another variant's (as
-    in bench_tflite.py: on 2 cores, a few-µs LiteRT call timed right after a
-    Keras call can look twice as slow)."""
-    def sample():
-        sampler()
-        return sampler()
-
-    return sample
 
 
 def measure_litert(p, prepared, args, folder):

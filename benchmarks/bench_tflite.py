@@ -60,6 +60,8 @@ from keras_relrec.export import run_sequence  # noqa: E402
 from keras_relrec.export import run_streaming  # noqa: E402
 from keras_relrec.export.tflite_inspect import custom_ops  # noqa: E402
 
+from results_file import one_line  # noqa: E402
+from results_file import rewarmed  # noqa: E402
 from results_file import round_robin  # noqa: E402
 from results_file import section_header  # noqa: E402
 from results_file import time_once  # noqa: E402
@@ -78,16 +80,6 @@ SIZE_RATIO_TARGET = 1.1  # float32 .tflite vs float32 weights
 
 def label(quantize):
     return quantize or "float32"
-
-
-def one_line(error):
-    """A failure reason that fits a Markdown table cell."""
-    text = str(error).strip()
-    first = next((l.strip() for l in text.splitlines() if l.strip()), "")
-    reason = f"{type(error).__name__}: {first}" if first else type(error).__name__
-    if len(reason) > 200:
-        reason = reason[:197] + "..."
-    return reason.replace("|", "\\|")
 
 
 def build_model(args, unroll=False):
@@ -220,22 +212,6 @@ def tf_step_sampler(model, frames):
 
 def plain_sampler(fn):
     return lambda: time_once(fn)
-
-
-def rewarmed(sampler):
-    """Runs `sampler` once untimed, then once timed.
-
-    A call that directly follows another variant's runs on caches (and, for
-    TF, thread pools) the other one left cold; on a 2-core machine that made
-    a ~10 µs LiteRT step look ~2x slower when timed right after a TF call.
-    One untimed call first measures each variant in its steady state, as a
-    stream of back-to-back steps would see it.
-    """
-    def sample():
-        sampler()
-        return sampler()
-
-    return sample
 
 
 def timed_medians(variants, repeats, warmup):

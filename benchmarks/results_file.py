@@ -2,7 +2,9 @@
 
 - `environment_lines()`: the date / machine / versions / command lines that
   open every results section, so runs can be compared and reproduced.
-- `time_once`, `median_seconds`, `round_robin`: wall-clock timing.
+- `time_once`, `median_seconds`, `round_robin`, `rewarmed`,
+  `prepare_and_time`: wall-clock timing.
+- `one_line()`: a failure reason that fits a table cell.
 - `write_section()`: (re)writes one script's delimited section of a
   Markdown file, leaving the other scripts' sections alone.
 
@@ -132,6 +134,59 @@ def round_robin(samplers, repeats):
         for times, sample in zip(samples, samplers):
             times.append(sample())
     return samples
+
+
+def rewarmed(sampler):
+    """Runs `sampler` once untimed, then once timed.
+
+    A call that directly follows another variant's runs on caches (and, for
+    TF, thread pools) the other one left cold; on a 2-core machine that made
+    a ~10 µs LiteRT step look ~2x slower when timed right after a TF call.
+    One untimed call first measures each variant in its steady state, as a
+    stream of back-to-back steps would see it.
+    """
+    def sample():
+        sampler()
+        return sampler()
+
+    return sample
+
+
+def prepare_and_time(keys, prepare, describe, repeats):
+    """Prepares each distinct spec of `keys` once, then times every key in
+    one round robin.
+
+    `keys` are (spec, kind) pairs in the order to time them; `prepare(spec)`
+    returns a dict holding, under each kind, a callable that blocks until its
+    result is ready, and under "warmup_s" the seconds its warm-up took;
+    `describe(spec)` names a spec in the progress lines.
+
+    Returns ({key: median seconds}, {spec: prepared}).
+    """
+    keys = list(keys)
+    prepared = {}
+    t0 = time.perf_counter()
+    for spec, _ in keys:
+        if spec not in prepared:
+            prepared[spec] = prepare(spec)
+            print(f"[{time.perf_counter() - t0:6.1f}s] prepared {describe(spec)} "
+                  f"(warm-up {prepared[spec]['warmup_s']:.1f}s)", flush=True)
+    samplers = [(lambda fn=prepared[spec][kind]: time_once(fn)) for spec, kind in keys]
+    t1 = time.perf_counter()
+    samples = round_robin(samplers, repeats)
+    print(f"[{time.perf_counter() - t0:6.1f}s] timed {len(keys)} callables x "
+          f"{repeats} rounds in {time.perf_counter() - t1:.1f}s", flush=True)
+    return {key: statistics.median(s) for key, s in zip(keys, samples)}, prepared
+
+
+def one_line(error):
+    """A failure reason that fits a Markdown table cell."""
+    text = str(error).strip()
+    first = next((l.strip() for l in text.splitlines() if l.strip()), "")
+    reason = f"{type(error).__name__}: {first}" if first else type(error).__name__
+    if len(reason) > 200:
+        reason = reason[:197] + "..."
+    return reason.replace("|", "\\|")
 
 
 def write_section(path, name, section_body):
