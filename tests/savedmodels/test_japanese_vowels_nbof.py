@@ -5,14 +5,17 @@ says."""
 import json
 import pathlib
 
-import keras
 import numpy as np
 import pytest
 
 from keras_relrec.datasets import load_japanese_vowels
-from keras_relrec.export import run_sequence
+from tests.savedmodels.formats import accuracy
+from tests.savedmodels.formats import keras_logits
+from tests.savedmodels.formats import saved_model_logits
+from tests.savedmodels.formats import tflite_logits
 
 FOLDER = pathlib.Path(__file__).parents[2] / "savedmodels" / "japanese_vowels_nbof"
+STEM = "japanese_vowels_nbof"
 CARD = json.loads((FOLDER / "card.json").read_text())
 # The test split is fixed: Keras must reproduce the card's accuracy; the
 # exported files may differ from Keras on at most one utterance near a tie.
@@ -26,29 +29,19 @@ def test_split():
 
 
 @pytest.fixture(scope="module")
-def keras_logits(test_split):
-    model = keras.saving.load_model(FOLDER / "japanese_vowels_nbof.keras", safe_mode=True)
-    return model.predict(test_split[0], verbose=0)
+def reference(test_split):
+    return keras_logits(FOLDER, STEM, test_split[0])
 
 
-def accuracy(logits, y):
-    return float((np.asarray(logits).argmax(-1) == y).mean())
+def test_keras_file(test_split, reference):
+    assert accuracy(reference, test_split[1]) == pytest.approx(CARD["test_accuracy"], abs=1e-6)
 
 
-def test_keras_file(test_split, keras_logits):
-    assert accuracy(keras_logits, test_split[1]) == pytest.approx(CARD["test_accuracy"], abs=1e-6)
-
-
-def test_saved_model(test_split, keras_logits):
-    import tensorflow as tf
-
-    loaded = tf.saved_model.load(str(FOLDER / "japanese_vowels_nbof_savedmodel"))
-    logits = loaded.serve({"sequence": test_split[0]})["output"]
-    np.testing.assert_allclose(logits, keras_logits, atol=1e-4)
-    assert accuracy(logits, test_split[1]) >= CARD["test_accuracy"] - ONE_UTTERANCE
-
-
-def test_tflite(test_split, keras_logits):
-    logits = run_sequence(FOLDER / "japanese_vowels_nbof.tflite", test_split[0])["output"]
-    np.testing.assert_allclose(logits, keras_logits, atol=1e-4)
+@pytest.mark.parametrize("run", [
+    lambda x: saved_model_logits(FOLDER, STEM, "sequence", x),
+    lambda x: tflite_logits(FOLDER, STEM, x),
+], ids=["saved_model", "tflite"])
+def test_exports(test_split, reference, run):
+    logits = run(test_split[0])
+    np.testing.assert_allclose(logits, reference, atol=1e-4)
     assert accuracy(logits, test_split[1]) >= CARD["test_accuracy"] - ONE_UTTERANCE

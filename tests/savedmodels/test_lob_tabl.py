@@ -5,14 +5,17 @@ card says."""
 import json
 import pathlib
 
-import keras
 import numpy as np
 import pytest
 
 from keras_relrec.datasets import synthetic_lob
-from keras_relrec.export import run_sequence
+from tests.savedmodels.formats import accuracy
+from tests.savedmodels.formats import keras_logits
+from tests.savedmodels.formats import saved_model_logits
+from tests.savedmodels.formats import tflite_logits
 
 FOLDER = pathlib.Path(__file__).parents[2] / "savedmodels" / "lob_tabl"
+STEM = "lob_tabl"
 CARD = json.loads((FOLDER / "card.json").read_text())
 # The test windows are regenerated from their seed: Keras must reproduce
 # the card; the exports may differ on a window or two near a tie.
@@ -25,29 +28,19 @@ def test_windows():
 
 
 @pytest.fixture(scope="module")
-def keras_logits(test_windows):
-    model = keras.saving.load_model(FOLDER / "lob_tabl.keras", safe_mode=True)
-    return model.predict(test_windows[0], verbose=0)
+def reference(test_windows):
+    return keras_logits(FOLDER, STEM, test_windows[0])
 
 
-def accuracy(logits, y):
-    return float((np.asarray(logits).argmax(-1) == y).mean())
+def test_keras_file(test_windows, reference):
+    assert accuracy(reference, test_windows[1]) == pytest.approx(CARD["test_accuracy"], abs=1e-6)
 
 
-def test_keras_file(test_windows, keras_logits):
-    assert accuracy(keras_logits, test_windows[1]) == pytest.approx(CARD["test_accuracy"], abs=1e-6)
-
-
-def test_saved_model(test_windows, keras_logits):
-    import tensorflow as tf
-
-    loaded = tf.saved_model.load(str(FOLDER / "lob_tabl_savedmodel"))
-    logits = loaded.serve({"window": test_windows[0]})["output"]
-    np.testing.assert_allclose(logits, keras_logits, atol=1e-4)
-    assert accuracy(logits, test_windows[1]) >= CARD["test_accuracy"] - TIES
-
-
-def test_tflite(test_windows, keras_logits):
-    logits = run_sequence(FOLDER / "lob_tabl.tflite", test_windows[0])["output"]
-    np.testing.assert_allclose(logits, keras_logits, atol=1e-4)
+@pytest.mark.parametrize("run", [
+    lambda x: saved_model_logits(FOLDER, STEM, "window", x),
+    lambda x: tflite_logits(FOLDER, STEM, x),
+], ids=["saved_model", "tflite"])
+def test_exports(test_windows, reference, run):
+    logits = run(test_windows[0])
+    np.testing.assert_allclose(logits, reference, atol=1e-4)
     assert accuracy(logits, test_windows[1]) >= CARD["test_accuracy"] - TIES

@@ -1,0 +1,28 @@
+"""The three formats of a trained model in savedmodels/, loaded and run the
+same way for every model's test: `<stem>.keras`, `<stem>_savedmodel/` (its
+`serve` endpoint) and `<stem>.tflite`."""
+
+import keras
+import numpy as np
+
+from keras_relrec.export import run_sequence
+
+
+def accuracy(logits, y):
+    return float((np.asarray(logits).argmax(-1) == y).mean())
+
+
+def keras_logits(folder, stem, x):
+    model = keras.saving.load_model(folder / f"{stem}.keras", safe_mode=True)
+    return model.predict(x, verbose=0)
+
+
+def saved_model_logits(folder, stem, input_name, x):
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(str(folder / f"{stem}_savedmodel"))
+    return loaded.serve({input_name: x})["output"]
+
+
+def tflite_logits(folder, stem, x):
+    return run_sequence(folder / f"{stem}.tflite", x)["output"]
