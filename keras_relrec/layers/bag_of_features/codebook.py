@@ -73,9 +73,14 @@ def feature_vectors(data):
     return array.reshape(-1, array.shape[-1])
 
 
-def set_codebook(layer, centres, input_shape):
-    """Builds `layer` for `input_shape` if needed, then assigns the centres
-    to its `codebook`."""
+def adapt_codebook(layer, data, input_shape, sample_size, seed, mask_value, n_init):
+    """Sets `layer.codebook` (K = `layer.num_codewords`) to the k-means
+    centres of `data`'s vectors (see `kmeans_codebook`), building the layer
+    first, for `input_shape(D)`, if it is not built yet."""
+    centres = kmeans_codebook(
+        data, layer.num_codewords, sample_size, seed, mask_value, n_init,
+        features=layer.codebook.shape[-1] if layer.built else None,
+    )
     if not layer.built:
-        layer.build(input_shape)
+        layer.build(input_shape(centres.shape[-1]))
     layer.codebook.assign(centres.astype(layer.codebook.dtype))

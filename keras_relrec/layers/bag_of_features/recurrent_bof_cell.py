@@ -3,8 +3,7 @@
 import keras
 from keras import ops
 
-from keras_relrec.layers.bag_of_features.codebook import kmeans_codebook
-from keras_relrec.layers.bag_of_features.codebook import set_codebook
+from keras_relrec.layers.bag_of_features.codebook import adapt_codebook
 from keras_relrec.ops import codeword_logits
 from keras_relrec.ops.codeword_similarity import DISTANCES
 from keras_relrec.utils import validation
@@ -147,11 +146,8 @@ class RecurrentBoFCell(keras.layers.Layer):
     def adapt(self, data, sample_size=100_000, seed=None, mask_value=None, n_init=4):
         """Sets the codebook to the k-means centres of sampled feature
         vectors, as `BoFQuantizer.adapt` does."""
-        centres = kmeans_codebook(
-            data, self.num_codewords, sample_size, seed, mask_value, n_init,
-            features=self.codebook.shape[-1] if self.built else None,
-        )
-        set_codebook(self, centres, (None, centres.shape[-1]))
+        adapt_codebook(self, data, lambda features: (None, features),
+                       sample_size, seed, mask_value, n_init)
 
     def get_initial_state(self, batch_size=None):
         return [ops.zeros((batch_size, self.num_codewords), dtype=self.compute_dtype)]
