@@ -1,29 +1,37 @@
 # The two commands of the README: `make demo` and `make test`. Each creates
-# .venv on first use and (re)installs when setup.py changes.
+# .venv on first use and (re)installs when setup.py, pyproject.toml or
+# constraints.txt change. constraints.txt pins the exact versions tested.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
+INSTALL_INPUTS := setup.py pyproject.toml constraints.txt
+# Two pytest workers: the suite is CPU-bound and the reference machine has
+# two cores.
+WORKERS ?= 2
 
-.PHONY: demo test test-slow bench clean
+.PHONY: demo test lint test-slow bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed-export: setup.py pyproject.toml | $(PY)
-	$(PIP) install -e ".[export]"
+$(VENV)/.installed-demo: $(INSTALL_INPUTS) | $(PY)
+	$(PIP) install -c constraints.txt -e ".[tensorflow-cpu,export,tutorials]"
 	touch $@
 
-$(VENV)/.installed-test: setup.py pyproject.toml | $(PY)
-	$(PIP) install -e ".[test]"
+$(VENV)/.installed-test: $(INSTALL_INPUTS) | $(PY)
+	$(PIP) install -c constraints.txt -e ".[test]"
 	touch $@
 
-demo: $(VENV)/.installed-export
+demo: $(VENV)/.installed-demo
 	$(PY) -m keras_relrec.demo
 
-test: $(VENV)/.installed-test
-	$(PY) -m pytest -q -p no:cacheprovider
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
+
+test: lint
+	$(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS)
 
 # Long work left out of `make test`: full tutorials, benchmarks.
 test-slow: $(VENV)/.installed-test

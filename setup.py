@@ -23,43 +23,49 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["keras_relrec", "keras_relrec.*"]),
     # The cells reuse Keras' RNN dropout mixin and ConvLSTM cell, and the
-    # export path Keras' functional executor, from `keras.src`: hence the
-    # bounded Keras range. The tested versions are pinned in the extras.
+    # export path Keras' functional executor, from `keras.src` (all in
+    # keras_relrec/utils/keras_internals.py): hence the bounded Keras range.
+    # The extras give ranges; the exact versions tested are pinned in
+    # constraints.txt, which `make test` and `make demo` install with.
     install_requires=[
         "keras>=3.15.1,<3.16",
         "numpy>=1.26",
     ],
     extras_require={
-        "tensorflow": ["tensorflow-cpu==2.21.0"],
-        "jax": ["jax[cpu]==0.10.2"],
-        "export": ["tensorflow-cpu==2.21.0", "ai-edge-litert==2.3.0"],
+        # One TensorFlow or the other: `[export]` brings no TensorFlow, so it
+        # installs beside the `tensorflow` (GPU) or `tensorflow-cpu` already
+        # there without pulling in the second one.
+        "tensorflow": ["tensorflow>=2.21,<2.22"],
+        "tensorflow-cpu": ["tensorflow-cpu>=2.21,<2.22"],
+        "jax": ["jax>=0.10.2,<0.11"],
+        "export": ["ai-edge-litert>=2.3,<3"],
         # tensorflow-datasets imports these while preparing a data set.
         "datasets": [
-            "aeon==1.6.0",
-            "tensorflow-datasets==4.9.10",
-            "importlib_resources==7.1.0",
-            "dill==0.4.1",
+            "aeon>=1.6,<2",
+            "tensorflow-datasets>=4.9.10,<5",
+            "importlib_resources>=6",
+            "dill>=0.3.8",
         ],
-        "kmeans": ["scikit-learn==1.9.1"],
+        "kmeans": ["scikit-learn>=1.5,<2"],
         "tutorials": [
-            "tensorflow-cpu==2.21.0",
-            "scikit-learn==1.9.1",
-            "ai-edge-litert==2.3.0",
-            "aeon==1.6.0",
-            "matplotlib==3.11.2",
+            "ai-edge-litert>=2.3,<3",
+            "aeon>=1.6,<2",
+            "scikit-learn>=1.5,<2",
+            "matplotlib>=3.8",
         ],
         "test": [
-            "tensorflow-cpu==2.21.0",
-            "jax[cpu]==0.10.2",
-            "matplotlib==3.11.2",
-            "ai-edge-litert==2.3.0",
-            "aeon==1.6.0",
-            "scikit-learn==1.9.1",
-            "tensorflow-datasets==4.9.10",
-            "importlib_resources==7.1.0",
-            "dill==0.4.1",
-            "pytest==9.2.0",
-            "pytest-xdist==3.8.0",
+            "tensorflow-cpu>=2.21,<2.22",
+            "jax>=0.10.2,<0.11",
+            "ai-edge-litert>=2.3,<3",
+            "aeon>=1.6,<2",
+            "scikit-learn>=1.5,<2",
+            "matplotlib>=3.8",
+            "tensorflow-datasets>=4.9.10,<5",
+            "importlib_resources>=6",
+            "dill>=0.3.8",
+            "pytest>=8",
+            "pytest-xdist>=3.5",
+            "ruff>=0.15",
         ],
     },
     entry_points={

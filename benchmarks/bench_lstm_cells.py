@@ -35,8 +35,6 @@ results_file.use_tensorflow_backend()
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
-
 from results_file import median_seconds  # noqa: E402
 from results_file import section_header  # noqa: E402
 from results_file import time_once  # noqa: E402

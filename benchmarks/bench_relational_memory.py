@@ -50,8 +50,6 @@ results_file.use_tensorflow_backend()
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
 from results_file import prepare_and_time  # noqa: E402
 from results_file import section_header  # noqa: E402
 from results_file import write_section  # noqa: E402

@@ -65,13 +65,6 @@ results_file.use_tensorflow_backend()
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from ai_edge_litert.interpreter import Interpreter  # noqa: E402
-
-import keras_relrec  # noqa: E402
-from keras_relrec.export import export_tflite  # noqa: E402
-from keras_relrec.export import run_sequence  # noqa: E402
-from keras_relrec.layers import TABL  # noqa: E402
-from keras_relrec.layers import BilinearLayer  # noqa: E402
-
 from results_file import one_line  # noqa: E402
 from results_file import prepare_and_time  # noqa: E402
 from results_file import rewarmed  # noqa: E402
@@ -79,6 +72,12 @@ from results_file import round_robin  # noqa: E402
 from results_file import section_header  # noqa: E402
 from results_file import time_once  # noqa: E402
 from results_file import write_section  # noqa: E402
+
+import keras_relrec  # noqa: E402
+from keras_relrec.export import export_tflite  # noqa: E402
+from keras_relrec.export import run_sequence  # noqa: E402
+from keras_relrec.layers import TABL  # noqa: E402
+from keras_relrec.layers import BilinearLayer  # noqa: E402
 
 SECTION = "bench_tabl"
 NUM_CLASSES = 3  # FI-2010's mid-price movement: down, stationary, up
@@ -451,7 +450,7 @@ def network_table(p, args, med, prepared):
     heads = " | ".join(f"{jit_label(j)} train ms | {jit_label(j)} infer ms | train vs C(TABL) | "
                        f"infer vs C(TABL)" for j in args.jits)
     out = [f"| Model | Params | {heads} |", "|---|---:|" + "---:|" * (4 * len(args.jits))]
-    for model, by_jit in p["networks"].items():
+    for by_jit in p["networks"].values():
         spec = by_jit[args.jits[0]]
         cells = []
         for jit in args.jits:

@@ -52,6 +52,12 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from ai_edge_litert.interpreter import Interpreter  # noqa: E402
+from results_file import one_line  # noqa: E402
+from results_file import rewarmed  # noqa: E402
+from results_file import round_robin  # noqa: E402
+from results_file import section_header  # noqa: E402
+from results_file import time_once  # noqa: E402
+from results_file import write_section  # noqa: E402
 
 import keras_relrec  # noqa: E402
 from keras_relrec.export import endpoints  # noqa: E402
@@ -59,13 +65,6 @@ from keras_relrec.export import export_tflite  # noqa: E402
 from keras_relrec.export import run_sequence  # noqa: E402
 from keras_relrec.export import run_streaming  # noqa: E402
 from keras_relrec.export.tflite_inspect import custom_ops  # noqa: E402
-
-from results_file import one_line  # noqa: E402
-from results_file import rewarmed  # noqa: E402
-from results_file import round_robin  # noqa: E402
-from results_file import section_header  # noqa: E402
-from results_file import time_once  # noqa: E402
-from results_file import write_section  # noqa: E402
 
 # int8 calibration runs TF's own (deprecated) tf.lite.Interpreter inside the
 # converter; the warning concerns TF, not this script, which uses LiteRT.

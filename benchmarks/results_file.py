@@ -182,7 +182,7 @@ def prepare_and_time(keys, prepare, describe, repeats):
 def one_line(error):
     """A failure reason that fits a Markdown table cell."""
     text = str(error).strip()
-    first = next((l.strip() for l in text.splitlines() if l.strip()), "")
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     reason = f"{type(error).__name__}: {first}" if first else type(error).__name__
     if len(reason) > 200:
         reason = reason[:197] + "..."

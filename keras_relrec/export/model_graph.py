@@ -95,7 +95,7 @@ def layers_in_order(model):
 
 
 def recurrent_layers(model):
-    return [l for l in layers_in_order(model) if recurrent_loop.is_recurrent(l)]
+    return [layer for layer in layers_in_order(model) if recurrent_loop.is_recurrent(layer)]
 
 
 def run(model, inputs, recurrent_fn):
@@ -166,7 +166,7 @@ def check_streamable(model):
             )
     # The step output keeps a time axis of one when every recurrent layer
     # returns sequences; the step signature drops it.
-    return all(l.return_sequences for l in recurrent)
+    return all(layer.return_sequences for layer in recurrent)
 
 
 def _touches_time_axis(op, node):

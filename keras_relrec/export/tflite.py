@@ -143,7 +143,7 @@ def _conversion_reason(model, error):
     The converter reports ops by their TensorFlow name scope, which starts
     with the layer name (plus `_<n>` when traced more than once)."""
     text = str(error)
-    lines = [l.strip() for l in text.splitlines() if "error:" in l]
+    lines = [line.strip() for line in text.splitlines() if "error:" in line]
     first = lines[0] if lines else (text.strip().splitlines() or [repr(error)])[0]
     first = first.rsplit("): ", 1)[-1]  # drop the location, keep the reason
     for layer in model_graph.layers_in_order(model):

@@ -8,7 +8,6 @@ import pytest
 from keras_relrec.export import ExportError
 from keras_relrec.export import export_saved_model
 from keras_relrec.export import export_tflite
-from keras_relrec.export import inspect_tflite
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
 from keras_relrec.layers import CoupledLSTMCell
@@ -130,7 +129,7 @@ def test_streaming_frame_by_frame_matches_full_sequence(name, tmp_path):
 @pytest.mark.parametrize("name", ["bidirectional_concat", "go_backwards"])
 def test_layers_that_need_the_future_cannot_stream(name, tmp_path):
     model = MODELS[name]()
-    layer = [l for l in model.layers if "bidirectional" in l.name or "lstm" in l.name][0]
+    layer = [x for x in model.layers if "bidirectional" in x.name or "lstm" in x.name][0]
     with pytest.raises(ExportError, match=f"layer '{layer.name}'"):
         export_tflite(model, tmp_path / "x.tflite", streaming=True)
 
