@@ -6,6 +6,7 @@ comparison of float32 outputs.
 """
 
 import copy
+import itertools
 import os
 import pathlib
 import subprocess
@@ -73,6 +74,20 @@ def test_config_round_trip(entry):
     # The public class itself round-trips too (for a cell, not just the RNN).
     own = entry.cls(**entry.kwargs)
     assert entry.cls.from_config(own.get_config()).get_config() == own.get_config()
+
+
+# 1b. Weights drawn at random start distinct: one initializer instance handed
+# to several weights draws the same values for each (an unseeded Keras 3
+# initializer returns the same values on every call).
+@entries
+def test_initial_weights_are_distinct(entry):
+    model = entry.make_model()
+    values = [(w.path, np.asarray(w)) for w in model.weights]
+    drawn = [(path, a) for path, a in values if a.size > 1 and not np.all(a == a.flat[0])]
+    assert drawn, "the entry should draw some weights at random"
+    for (path_a, a), (path_b, b) in itertools.combinations(drawn, 2):
+        if a.shape == b.shape:
+            assert not np.array_equal(a, b), f"{path_a} and {path_b} start equal"
 
 
 # 2. `.keras` save and safe-mode load with no custom objects.

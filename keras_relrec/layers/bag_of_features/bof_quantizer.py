@@ -8,6 +8,7 @@ from keras_relrec.ops import codeword_logits
 from keras_relrec.ops import masked_mean
 from keras_relrec.ops.codeword_similarity import DISTANCES
 from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
 SCALES = ("per_dimension", "per_codeword")
@@ -126,7 +127,7 @@ class BoFQuantizer(keras.layers.Layer):
         self.codebook = self.add_weight(
             name="codebook",
             shape=(self.num_codewords, features),
-            initializer=self.codebook_initializer,
+            initializer=clone_initializer(self.codebook_initializer, "codebook"),
             regularizer=self.codebook_regularizer,
             constraint=self.codebook_constraint,
             # Read in float32 under mixed precision, not autocast: codewords

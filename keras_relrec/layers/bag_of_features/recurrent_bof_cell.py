@@ -7,6 +7,7 @@ from keras_relrec.layers.bag_of_features.codebook import adapt_codebook
 from keras_relrec.ops import codeword_logits
 from keras_relrec.ops.codeword_similarity import DISTANCES
 from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
 
@@ -110,7 +111,8 @@ class RecurrentBoFCell(keras.layers.Layer):
         features, k = input_shape[-1], self.num_codewords
         self.input_spec = keras.layers.InputSpec(ndim=2, axes={-1: features})
         self.codebook = self.add_weight(
-            name="codebook", shape=(k, features), initializer=self.codebook_initializer
+            name="codebook", shape=(k, features),
+            initializer=clone_initializer(self.codebook_initializer, "codebook"),
         )
         self.scales = self.add_weight(
             name="scales", shape=(k, features),
@@ -118,14 +120,19 @@ class RecurrentBoFCell(keras.layers.Layer):
         )
         # r and z side by side: [W_r | W_z], [U_r | U_z], [b_r | b_z].
         self.kernel = self.add_weight(
-            name="kernel", shape=(features, 2 * k), initializer=self.kernel_initializer
+            name="kernel", shape=(features, 2 * k),
+            initializer=clone_initializer(self.kernel_initializer, "kernel"),
         )
         self.recurrent_kernel = self.add_weight(
-            name="recurrent_kernel", shape=(k, 2 * k), initializer=self.recurrent_initializer
+            name="recurrent_kernel", shape=(k, 2 * k),
+            initializer=clone_initializer(self.recurrent_initializer, "recurrent_kernel"),
         )
-        self.bias = self.add_weight(name="bias", shape=(2 * k,), initializer=self.bias_initializer)
+        self.bias = self.add_weight(
+            name="bias", shape=(2 * k,), initializer=clone_initializer(self.bias_initializer, "bias")
+        )
         self.quantizer_kernel = self.add_weight(
-            name="quantizer_kernel", shape=(k, k), initializer=self.recurrent_initializer
+            name="quantizer_kernel", shape=(k, k),
+            initializer=clone_initializer(self.recurrent_initializer, "quantizer_kernel"),
         )
 
     def call(self, inputs, states):

@@ -7,6 +7,7 @@ from keras_relrec.constraints import UnitInterval
 from keras_relrec.ops.two_d_attention import two_d_attention
 from keras_relrec.ops.two_d_attention import two_d_attention_weights
 from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
 AXES = (1, 2)
@@ -105,7 +106,10 @@ class TwoDAttention(keras.layers.Layer):
             )
         length = input_shape[self.axis]
         self.input_spec = keras.layers.InputSpec(ndim=3, axes={self.axis: length})
-        initializer = self.kernel_initializer or keras.initializers.Constant(1.0 / length)
+        initializer = (
+            keras.initializers.Constant(1.0 / length) if self.kernel_initializer is None
+            else clone_initializer(self.kernel_initializer, "kernel")
+        )
         self.kernel = self.add_weight(
             name="kernel",
             shape=(length, length),

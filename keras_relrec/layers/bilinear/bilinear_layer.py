@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
 DATA_FORMATS = ("channels_last", "channels_first")
@@ -112,18 +113,19 @@ class BilinearLayer(keras.layers.Layer):
                                                                2: input_shape[2]})
         self.feature_kernel = self.add_weight(
             name="feature_kernel", shape=(self.units, features),
-            initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
+            initializer=clone_initializer(self.kernel_initializer, "feature_kernel"),
+            regularizer=self.kernel_regularizer, constraint=self.kernel_constraint,
         )
         self.time_kernel = self.add_weight(
             name="time_kernel", shape=(time, self.steps),
-            initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
+            initializer=clone_initializer(self.kernel_initializer, "time_kernel"),
+            regularizer=self.kernel_regularizer, constraint=self.kernel_constraint,
         )
         if self.use_bias:
             self.bias = self.add_weight(
                 name="bias", shape=(self.units, self.steps),
-                initializer=self.bias_initializer, regularizer=self.bias_regularizer,
+                initializer=clone_initializer(self.bias_initializer, "bias"),
+                regularizer=self.bias_regularizer,
                 constraint=self.bias_constraint,
             )
 

@@ -8,6 +8,7 @@ from keras_relrec.layers.bilinear.bilinear_layer import BilinearLayer
 from keras_relrec.ops.two_d_attention import two_d_attention
 from keras_relrec.ops.two_d_attention import two_d_attention_weights
 from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
 ATTEND_OVER = ("time", "features")
@@ -103,7 +104,10 @@ class TABL(BilinearLayer):
         super().build(input_shape)
         time, _ = self._time_and_features(input_shape)
         length = time if self.attend_over == "time" else self.units
-        initializer = self.attention_initializer or keras.initializers.Constant(1.0 / length)
+        initializer = (
+            keras.initializers.Constant(1.0 / length) if self.attention_initializer is None
+            else clone_initializer(self.attention_initializer, "attention_kernel")
+        )
         self.attention_kernel = self.add_weight(
             name="attention_kernel", shape=(length, length), initializer=initializer,
             regularizer=self.attention_regularizer, constraint=self.attention_constraint,

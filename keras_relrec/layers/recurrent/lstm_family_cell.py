@@ -13,12 +13,9 @@ from keras import initializers
 from keras import ops
 from keras import regularizers
 
-# Keras' RNN layer draws the dropout masks before its loop only for cells
-# that derive from this mixin; drawing them inside `call` breaks under JAX's
-# `lax.scan`. It is not exported under `keras.layers`, hence the private path.
-from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
-
 from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import clone_initializer
+from keras_relrec.utils.keras_internals import DropoutRNNCell
 
 # Peephole vector names follow TF Addons' `PeepholeLSTMCell`, so that weights
 # saved from that cell load by name and by position.
@@ -130,14 +127,14 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
         self.kernel = self.add_weight(
             shape=(input_dim, width),
             name="kernel",
-            initializer=self.kernel_initializer,
+            initializer=clone_initializer(self.kernel_initializer, "kernel"),
             regularizer=self.kernel_regularizer,
             constraint=self.kernel_constraint,
         )
         self.recurrent_kernel = self.add_weight(
             shape=(self.units, width),
             name="recurrent_kernel",
-            initializer=self.recurrent_initializer,
+            initializer=clone_initializer(self.recurrent_initializer, "recurrent_kernel"),
             regularizer=self.recurrent_regularizer,
             constraint=self.recurrent_constraint,
         )
@@ -157,14 +154,14 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
                 self.add_weight(
                     shape=(self.units,),
                     name=PEEPHOLE_NAMES[gate],
-                    initializer=self.peephole_initializer,
+                    initializer=clone_initializer(self.peephole_initializer, PEEPHOLE_NAMES[gate]),
                     regularizer=self.peephole_regularizer,
                     constraint=self.peephole_constraint,
                 ),
             )
 
     def _bias_initializer(self, shape, dtype=None):
-        bias = self.bias_initializer(shape, dtype=dtype)
+        bias = clone_initializer(self.bias_initializer, "bias")(shape, dtype=dtype)
         if not self.unit_forget_bias:
             return bias
         # The forget block starts at one (Jozefowicz et al. 2015). The whole

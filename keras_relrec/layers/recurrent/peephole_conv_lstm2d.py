@@ -6,12 +6,10 @@ from keras import initializers
 from keras import ops
 from keras import regularizers
 
-# Keras' ConvLSTM cell carries the convolution plumbing (padding, strides,
-# data formats, output shapes) that this layer shares; only its step differs.
-from keras.src.layers.rnn.conv_lstm import ConvLSTMCell
-
 from keras_relrec.layers.recurrent.lstm_family_cell import PEEPHOLE_NAMES
 from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import clone_initializer
+from keras_relrec.utils.keras_internals import ConvLSTMCell
 from keras_relrec.utils.registration import register_layer
 
 
@@ -51,7 +49,7 @@ class PeepholeConvLSTMCell(ConvLSTMCell):
                 self.add_weight(
                     shape=peephole_shape,
                     name=PEEPHOLE_NAMES[gate],
-                    initializer=self.peephole_initializer,
+                    initializer=clone_initializer(self.peephole_initializer, PEEPHOLE_NAMES[gate]),
                     regularizer=self.peephole_regularizer,
                     constraint=self.peephole_constraint,
                 ),

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
 GATE_STYLES = ("unit", "memory", None)
@@ -134,8 +135,8 @@ class RelationalMemoryCell(keras.layers.Layer):
         def dense(units, name):
             return keras.layers.Dense(
                 units,
-                kernel_initializer=self.kernel_initializer,
-                bias_initializer=self.bias_initializer,
+                kernel_initializer=clone_initializer(self.kernel_initializer, name),
+                bias_initializer=clone_initializer(self.bias_initializer, name),
                 dtype=self.dtype_policy,
                 name=name,
             )

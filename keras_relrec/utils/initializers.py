@@ -1,0 +1,25 @@
+"""Initializer copies, one per weight."""
+
+import zlib
+
+import keras
+
+
+def clone_initializer(initializer, salt):
+    """A fresh copy of `initializer` for one weight.
+
+    An unseeded Keras 3 initializer picks its seed when it is created and
+    draws the same values on every call, so one instance handed to several
+    weights of the same shape makes them start equal. Every weight gets its
+    own copy instead (keras-hub's pattern): an unseeded copy picks a new seed;
+    a seeded one gets its seed offset by a hash of `salt` (the weight's name),
+    so a seeded layer is reproducible and its weights still differ.
+    Strings and dicts are returned as they are.
+    """
+    if not isinstance(initializer, keras.initializers.Initializer):
+        return initializer
+    config = initializer.get_config()
+    seed = config.get("seed")
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        config = {**config, "seed": seed + zlib.crc32(salt.encode()) % 2**16}
+    return initializer.__class__.from_config(config)

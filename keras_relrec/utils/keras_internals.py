@@ -1,0 +1,74 @@
+"""Every use of Keras' private API in keras_relrec, in one module.
+
+keras_relrec needs a few pieces of Keras that are not exported under
+`keras.*`:
+
+- `DropoutRNNCell`: `keras.layers.RNN` draws dropout masks before its loop
+  only for cells that derive from this mixin; a mask drawn inside the
+  cell's `call` breaks under JAX's `lax.scan`.
+- `ConvLSTMCell`: the convolution plumbing (padding, strides, data formats,
+  output shapes) of `keras.layers.ConvLSTM2D`, whose step
+  `PeepholeConvLSTM2D` replaces.
+- The functional graph of a model (its nodes by depth, Keras' executor
+  `_run_through_graph`) and the masks Keras attaches to tensors: the export
+  path runs a model's graph with its stateful layers swapped for builtins-
+  only loops and steps.
+
+Keras is held to one minor version in `setup.py` because of them; moving to
+the next Keras is this file's work.
+"""
+
+import keras
+from keras.src.backend import get_keras_mask
+from keras.src.backend import set_keras_mask
+from keras.src.layers.rnn.conv_lstm import ConvLSTMCell
+from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+
+__all__ = [
+    "ConvLSTMCell",
+    "DropoutRNNCell",
+    "get_keras_mask",
+    "set_keras_mask",
+    "functional_graph",
+    "nodes_by_depth",
+    "run_through_graph",
+    "call_has_training_arg",
+    "input_layer_name",
+    "sublayers",
+]
+
+
+def functional_graph(model):
+    """The functional graph behind `model`, or None if it has none: a
+    Functional model is its own graph, a Sequential one built with an
+    `Input` has one inside, a subclassed model has none."""
+    if isinstance(model, keras.Sequential):
+        return getattr(model, "_functional", None)
+    if hasattr(model, "_run_through_graph") and hasattr(model, "_nodes_by_depth"):
+        return model
+    return None
+
+
+def nodes_by_depth(graph):
+    """{depth: [node]} of a functional graph; the inputs are deepest."""
+    return graph._nodes_by_depth
+
+
+def run_through_graph(graph, inputs, operation_fn):
+    """Runs a functional graph on `inputs`, each operation `op` replaced by
+    `operation_fn(op)`; masks propagate as in Keras."""
+    return graph._run_through_graph(inputs, operation_fn=operation_fn)
+
+
+def call_has_training_arg(operation):
+    return getattr(operation, "_call_has_training_arg", False)
+
+
+def input_layer_name(tensor):
+    """The name of the `keras.Input` layer a symbolic input tensor comes from."""
+    return tensor._keras_history.operation.name
+
+
+def sublayers(layer):
+    """Every layer inside `layer`, recursively, not `layer` itself."""
+    return layer._flatten_layers(include_self=False)
