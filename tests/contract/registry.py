@@ -269,6 +269,24 @@ ENTRIES = [
         dropout_kwargs={"dropout": 0.3, "recurrent_dropout": 0.3, "seed": 1},
         bad_rank_match="expected ndim=5",
     ),
+    Entry(
+        layers.PeepholeConvLSTM2D,
+        # Shi et al.'s layout, (batch, time, channels, rows, cols), with a
+        # stride: TensorFlow has no portable NCHW convolution on CPUs.
+        {
+            "filters": 2,
+            "kernel_size": 3,
+            "strides": 2,
+            "data_format": "channels_first",
+            "return_sequences": True,
+            "peephole_initializer": "random_normal",
+        },
+        (4, 2, 5, 5),
+        recurrent=True,
+        variant="channels-first",
+        bad_rank_match="expected ndim=5",
+        fixed_axis=2,
+    ),
 ]
 
 RECURRENT_ENTRIES = [e for e in ENTRIES if e.recurrent]

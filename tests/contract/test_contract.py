@@ -181,10 +181,19 @@ def test_saved_model_export(entry, tmp_path):
     np.testing.assert_allclose(reloaded.serve(x), model(x), atol=ATOL)
 
 
-# 8. The JAX backend, in one subprocess for all entries.
+# 8. Other backends and kernels, each in one subprocess for all entries: JAX,
+# and TensorFlow with its portable CPU kernels (oneDNN off, as TensorFlow runs
+# on CPUs it does not tune for, such as AMD's: some ops, like Conv2D in NCHW,
+# exist only in oneDNN). A layer must run wherever TensorFlow runs.
+WORKERS = {
+    "jax": {"KERAS_BACKEND": "jax"},
+    "portable": {"KERAS_BACKEND": "tensorflow", "TF_ENABLE_ONEDNN_OPTS": "0"},
+}
+
+
 @pytest.fixture(scope="module")
-def jax_results(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("jax")
+def backend_results(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("backends")
     expected = {}
     for entry in ENTRIES:
         name = entry.id
@@ -207,13 +216,15 @@ def jax_results(tmp_path_factory):
         np.savez(folder / f"{name}.tf.npz", **case)
         record["fit_weights"] = sgd_fit_weights(model, x, y)
         expected[name] = record
-    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(ROOT)}
-    subprocess.run(
-        [sys.executable, str(HERE / "jax_worker.py"), str(folder)],
-        env=env,
-        check=True,
-    )
-    got = {e.id: dict(np.load(folder / f"{e.id}.jax.npz")) for e in ENTRIES}
+    got = {}
+    for suffix, variables in WORKERS.items():
+        env = {**os.environ, **variables, "PYTHONPATH": str(ROOT)}
+        subprocess.run(
+            [sys.executable, str(HERE / "backend_worker.py"), str(folder), suffix],
+            env=env,
+            check=True,
+        )
+        got[suffix] = {e.id: dict(np.load(folder / f"{e.id}.{suffix}.npz")) for e in ENTRIES}
     return expected, got
 
 
@@ -223,25 +234,28 @@ def sgd_fit_weights(model, x, y):
 
 
 @entries
-def test_jax_backend_matches_tensorflow(entry, jax_results):
-    expected, got = jax_results
-    want, have = expected[entry.id], got[entry.id]
+@pytest.mark.parametrize("worker", list(WORKERS))
+def test_other_backends_match_tensorflow(entry, worker, backend_results):
+    expected, got = backend_results
+    want, have = expected[entry.id], got[worker][entry.id]
     np.testing.assert_allclose(have["outputs"], want["outputs"], atol=ATOL)
     for i, w in enumerate(want["fit_weights"]):
         np.testing.assert_allclose(have[f"fit_weight_{i}"], w, atol=ATOL)
 
 
 @masking_entries
-def test_jax_masking(entry, jax_results):
-    expected, got = jax_results
-    want, have = expected[entry.id], got[entry.id]
+@pytest.mark.parametrize("worker", list(WORKERS))
+def test_other_backends_masking(entry, worker, backend_results):
+    expected, got = backend_results
+    want, have = expected[entry.id], got[worker][entry.id]
     np.testing.assert_allclose(have["masked_outputs"], want["masked_outputs"], atol=ATOL)
 
 
 @dropout_entries
-def test_jax_dropout(entry, jax_results):
-    _, got = jax_results
-    have = got[entry.id]
+@pytest.mark.parametrize("worker", list(WORKERS))
+def test_other_backends_dropout(entry, worker, backend_results):
+    _, got = backend_results
+    have = got[worker][entry.id]
     assert np.all(np.isfinite(have["dropout_train"]))
     assert not np.allclose(have["dropout_train"], have["dropout_infer"])
 

@@ -55,6 +55,29 @@ class PeepholeConvLSTMCell(ConvLSTMCell):
                 ),
             )
 
+    def input_conv(self, x, w, b=None, padding="valid"):
+        return self._conv(x, w, self.strides, padding, self.dilation_rate)
+
+    def recurrent_conv(self, x, w):
+        return self._conv(x, w, 1, "same", 1)
+
+    def _conv(self, x, kernel, strides, padding, dilation_rate):
+        """A convolution computed in channels_last whatever the data format.
+
+        TensorFlow's portable CPU kernel of Conv2D takes NHWC only (NCHW
+        exists in its oneDNN kernels, which it does not use on every CPU,
+        e.g. not on AMD's), so channels_first tensors are transposed at the
+        edges of each convolution; the kernel's layout is the same in both
+        formats."""
+        first = self.data_format == "channels_first"
+        if first:
+            x = ops.transpose(x, (0, 2, 3, 1))
+        out = ops.conv(
+            x, kernel, strides=strides, padding=padding,
+            data_format="channels_last", dilation_rate=dilation_rate,
+        )
+        return ops.transpose(out, (0, 3, 1, 2)) if first else out
+
     def call(self, inputs, states, training=False):
         h_tm1, c_tm1 = states[0], states[1]
         if training and self.dropout > 0.0:
@@ -116,7 +139,11 @@ class PeepholeConvLSTM2D(keras.layers.ConvLSTM2D):
     `ConvLSTM2D` load as they are into `use_peepholes=False`, or into the
     first three weights of a peephole layer. The
     input convolution uses `strides`, `padding` and `dilation_rate`; the
-    recurrent one is "same" with stride 1, as in Keras.
+    recurrent one is "same" with stride 1, as in Keras. With
+    `channels_first` the convolutions are computed in channels_last between
+    two transposes, because TensorFlow has no portable NCHW convolution on
+    CPUs (it fails on CPUs where it does not use oneDNN, such as AMD's);
+    weights, states and outputs keep the channels_first layout.
 
     Args:
         filters: Positive int, the number of channels of H and C.

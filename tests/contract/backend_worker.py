@@ -1,10 +1,13 @@
-"""Runs the contract suite's models on the JAX backend, in its own process.
+"""Runs the contract suite's models in a process of their own: on the JAX
+backend, or on TensorFlow with its portable CPU kernels (oneDNN off, as on
+CPUs where TensorFlow does not use it, such as AMD's).
 
-Usage: KERAS_BACKEND=jax python jax_worker.py DIR
+Usage: KERAS_BACKEND=jax python backend_worker.py DIR SUFFIX
+       KERAS_BACKEND=tensorflow TF_ENABLE_ONEDNN_OPTS=0 python backend_worker.py DIR SUFFIX
 
-For every `<id>.npz` case in DIR written by the TensorFlow side, loads the
+For every `<id>.tf.npz` case in DIR written by the main process, loads the
 `.keras` files named there with nothing but `import keras_relrec`, and writes
-`<id>.jax.npz` with the JAX outputs, the weights after one SGD step and the
+`<id>.<SUFFIX>.npz` with the outputs, the weights after one SGD step and the
 results of the dropout and masking runs.
 """
 
@@ -23,8 +26,7 @@ def fit_one_step(model, x, y):
     return model.get_weights()
 
 
-def main(folder):
-    assert keras.backend.backend() == "jax", keras.backend.backend()
+def main(folder, suffix):
     folder = pathlib.Path(folder)
     for case in sorted(folder.glob("*.tf.npz")):
         name = case.name[: -len(".tf.npz")]
@@ -43,14 +45,14 @@ def main(folder):
 
         dropout_path = folder / f"{name}.dropout.keras"
         if dropout_path.exists():
-            # Masks drawn inside `lax.scan` would fail here; a training step
+            # Masks drawn inside JAX's `lax.scan` would fail; a training step
             # and a training-mode call must run and draw real masks.
             dropout = keras.saving.load_model(dropout_path, safe_mode=True)
             fit_one_step(dropout, data["x"], data["y"])
             out["dropout_train"] = np.asarray(dropout(data["x"], training=True))
             out["dropout_infer"] = np.asarray(dropout(data["x"], training=False))
-        np.savez(folder / f"{name}.jax.npz", **out)
+        np.savez(folder / f"{name}.{suffix}.npz", **out)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])
