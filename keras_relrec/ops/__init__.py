@@ -1,6 +1,7 @@
 """Math that several layer families share, written with `keras.ops` only."""
 
 from keras_relrec.ops.codeword_similarity import codeword_logits
-from keras_relrec.ops.masked_mean import masked_mean
+from keras_relrec.ops.masking import masked_mean
+from keras_relrec.ops.masking import zero_masked
 from keras_relrec.ops.two_d_attention import two_d_attention
 from keras_relrec.ops.two_d_attention import two_d_attention_weights

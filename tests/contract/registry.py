@@ -151,6 +151,7 @@ ENTRIES = [
         (6, 3),
         variant="features",
         bad_rank_match=r"expects inputs \(batch, steps, features\)",
+        takes_mask=True,
     ),
     Entry(
         layers.BilinearLayer,

@@ -306,6 +306,33 @@ def test_masked_steps_change_nothing(entry):
         assert layer.compute_mask(x, mask) is None
 
 
+@masking_entries
+def test_non_finite_values_in_masked_steps_never_reach_an_output(entry):
+    """NaN and inf in masked steps leave every output finite and equal to
+    the output with zeros there: masked values are selected away, never
+    multiplied by zero (NaN · 0 is NaN). Weight gradients stay finite too,
+    except for cells inside `keras.layers.RNN`, whose loop runs the cell on
+    masked steps and selects afterwards (Keras' own LSTM does the same)."""
+    layer = entry.make_layer(**({"return_sequences": True} if entry.recurrent else {}))
+    x = entry.make_input(batch=3)
+    mask = np.ones(x.shape[:2], bool)
+    mask[0, -2:] = False
+    mask[1, 1] = False
+    zeros, bad = x.copy(), x.copy()
+    zeros[~mask] = 0.0
+    bad[0, -2], bad[0, -1], bad[1, 1] = np.nan, np.inf, -np.inf
+    want = np.asarray(layer(zeros, mask=mask))
+    got = np.asarray(layer(bad, mask=mask))
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, atol=ATOL)
+    if entry.is_cell:
+        return
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(layer(bad, mask=mask) ** 2)
+    for w, g in zip(layer.trainable_weights, tape.gradient(loss, layer.trainable_weights)):
+        assert np.all(np.isfinite(g)), w.path
+
+
 # Recurrent checks: masking, stateful, return_state, go_backwards, dropout.
 def masked_model(entry):
     inputs = keras.Input(entry.input_shape)

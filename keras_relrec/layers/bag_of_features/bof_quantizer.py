@@ -6,6 +6,7 @@ from keras import ops
 from keras_relrec.layers.bag_of_features.codebook import adapt_codebook
 from keras_relrec.ops import codeword_logits
 from keras_relrec.ops import masked_mean
+from keras_relrec.ops import zero_masked
 from keras_relrec.ops.codeword_similarity import DISTANCES
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
@@ -68,7 +69,8 @@ class BoFQuantizer(keras.layers.Layer):
             feature maps.
         mask: Optional boolean mask, (batch, steps) for sequences or
             (batch, height, width) for feature maps; masked vectors count in
-            no histogram.
+            no histogram and are quantized as zeros whatever they hold (NaN
+            padding included).
 
     Returns:
         memberships (input shape with last axis K), or the histogram
@@ -152,6 +154,9 @@ class BoFQuantizer(keras.layers.Layer):
         return self.compute_dtype
 
     def call(self, inputs, mask=None):
+        # Masked vectors are quantized as zeros: whatever they hold never
+        # reaches an output or a gradient.
+        inputs = zero_masked(inputs, mask)
         logits = codeword_logits(inputs, self.codebook, self.scales, self.distance, self.epsilon)
         memberships = ops.softmax(logits, axis=-1)
         if self.output_mode == "memberships":

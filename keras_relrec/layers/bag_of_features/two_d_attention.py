@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_relrec.constraints import UnitInterval
+from keras_relrec.ops import zero_masked
 from keras_relrec.ops.two_d_attention import two_d_attention
 from keras_relrec.ops.two_d_attention import two_d_attention_weights
 from keras_relrec.utils import validation
@@ -35,8 +36,9 @@ class TwoDAttention(keras.layers.Layer):
     (L, L), initialised to 1/L everywhere so that A starts uniform; τ starts
     at 0.5 and a `UnitInterval` constraint clips it to [0, 1] after every
     update, as the authors clip it. (The authors' code calls 1 − τ `alpha`.)
-    With a mask and `axis=1`, masked steps are zeroed before the mixing and
-    get no attention; the mask is passed on.
+    With a mask, masked steps are taken as zeros, whatever they hold (their
+    outputs are zeros), and with `axis=1` they get no attention; the mask is
+    passed on.
 
     Args:
         axis: 1 (steps) or 2 (features), the attended axis. Default 1.
@@ -134,6 +136,9 @@ class TwoDAttention(keras.layers.Layer):
         return two_d_attention_weights(inputs, kernel, self.axis, mask if self.axis == 1 else None)
 
     def call(self, inputs, mask=None):
+        # Masked steps are taken as zeros (their outputs too): whatever they
+        # hold never reaches an output or a gradient.
+        inputs = zero_masked(inputs, mask)
         tau = ops.cast(self.tau, self.compute_dtype)
         kernel = ops.cast(self.kernel, self.compute_dtype)
         return two_d_attention(inputs, kernel, tau, self.axis, mask if self.axis == 1 else None)

@@ -7,6 +7,7 @@ from keras import ops
 from keras import regularizers
 
 from keras_relrec.layers.recurrent.lstm_family_cell import PEEPHOLE_NAMES
+from keras_relrec.ops import zero_masked
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.keras_internals import ConvLSTMCell
@@ -291,6 +292,10 @@ class PeepholeConvLSTM2D(keras.layers.ConvLSTM2D):
             # loop broadcasts the mask against the 4-D state only when it has
             # the state's rank, hence (batch, time, 1, 1, 1).
             mask = step_mask(mask)
+            # Masked steps are fed as zeros: Keras' loop runs the cell on them
+            # before selecting the old state, so NaN padding would otherwise
+            # make the weight gradients NaN.
+            sequences = zero_masked(sequences, mask)
             mask = ops.reshape(mask, tuple(ops.shape(mask)) + (1, 1, 1))
         return super().call(
             sequences, initial_state=initial_state, mask=mask, training=training

@@ -322,3 +322,12 @@ def test_masked_temporal_attention_with_extreme_logits():
 def test_attention_axis_must_be_the_int_1_or_2(axis):
     with pytest.raises(ValueError, match="axis"):
         TwoDAttention(axis=axis)
+
+
+def test_histogram_of_no_vector_is_zero():
+    """A sequence of no steps, or with every step masked, has an all-zero
+    histogram (the mean of nothing), never NaN."""
+    layer, _, _ = random_quantizer(np.random.default_rng(14), 3, 2, output_mode="histogram")
+    np.testing.assert_array_equal(layer(np.zeros((2, 0, 2), "float32")), np.zeros((2, 3)))
+    x = np.full((2, 4, 2), np.nan, "float32")
+    np.testing.assert_array_equal(layer(x, mask=np.zeros((2, 4), bool)), np.zeros((2, 3)))

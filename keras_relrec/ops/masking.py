@@ -1,0 +1,43 @@
+"""Masks applied by selection: what a masked entry holds (NaN and inf
+included) never reaches a valid output or a weight gradient, which a
+multiplication by zero would not ensure (NaN · 0 is NaN)."""
+
+from keras import ops
+
+
+def _broadcast_mask(mask, x):
+    """`mask` as a boolean tensor with `x`'s rank (trailing axes of one)."""
+    mask = ops.cast(mask, "bool")
+    while len(mask.shape) < len(x.shape):
+        mask = ops.expand_dims(mask, -1)
+    return mask
+
+
+def zero_masked(x, mask=None):
+    """`x` with zeros where `mask` is false; `mask` covers x's leading axes
+    ((batch, steps) for sequences, (batch, height, width) for maps)."""
+    if mask is None:
+        return x
+    return ops.where(_broadcast_mask(mask, x), x, ops.zeros_like(x))
+
+
+def masked_mean(x, mask=None, axis=1):
+    """Mean of `x` over `axis`, counting only entries where `mask` is true.
+
+    Args:
+        x: (batch, steps, ...) tensor.
+        mask: `None`, or a boolean (batch, steps) tensor.
+        axis: The steps axis.
+
+    Returns:
+        `x` with `axis` reduced. A row with no valid step, or no step at
+        all, gives zeros.
+    """
+    if mask is None:
+        total = ops.sum(x, axis=axis)
+        count = ops.cast(ops.shape(x)[axis], x.dtype)
+    else:
+        mask = _broadcast_mask(mask, x)
+        total = ops.sum(ops.where(mask, x, ops.zeros_like(x)), axis=axis)
+        count = ops.sum(ops.cast(mask, x.dtype), axis=axis)
+    return total / ops.maximum(count, ops.cast(1.0, x.dtype))
