@@ -24,8 +24,9 @@ $(VENV)/.installed-test: $(INSTALL_INPUTS) | $(PY)
 	$(PIP) install -c constraints.txt -e ".[test]"
 	touch $@
 
+# TensorFlow's log lines stay off the terminal (set before it is imported).
 demo: $(VENV)/.installed-demo
-	$(PY) -m keras_relrec.demo
+	KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m keras_relrec.demo
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .

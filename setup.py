@@ -22,6 +22,9 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.11",
     packages=find_packages(include=["keras_relrec", "keras_relrec.*"]),
+    # The command's launcher, beside the package so that it starts without
+    # importing Keras (see its docstring).
+    py_modules=["keras_relrec_cli"],
     # The cells reuse Keras' RNN dropout mixin and ConvLSTM cell, and the
     # export path Keras' functional executor, from `keras.src` (all in
     # keras_relrec/utils/keras_internals.py): hence the bounded Keras range.
@@ -69,7 +72,7 @@ setup(
         ],
     },
     entry_points={
-        "console_scripts": ["keras-relrec=keras_relrec.export.cli:main"],
+        "console_scripts": ["keras-relrec=keras_relrec_cli:main"],
     },
     classifiers=[
         "Programming Language :: Python :: 3.11",

@@ -64,6 +64,7 @@ from keras_relrec.export import endpoints  # noqa: E402
 from keras_relrec.export import export_tflite  # noqa: E402
 from keras_relrec.export import run_sequence  # noqa: E402
 from keras_relrec.export import run_streaming  # noqa: E402
+from keras_relrec.export.export_plan import plan_export  # noqa: E402
 from keras_relrec.export.tflite_inspect import custom_ops  # noqa: E402
 
 # int8 calibration runs TF's own (deprecated) tf.lite.Interpreter inside the
@@ -192,8 +193,9 @@ def litert_step_sampler(interpreter, frames):
 
 
 def tf_step_sampler(model, frames):
-    step = tf.function(endpoints.step_fn(model))
-    states = dict(tf.function(endpoints.initial_state_fn(model))(tf.constant(1)))
+    plan = plan_export(model)
+    step = tf.function(endpoints.step_fn(plan))
+    states = dict(tf.function(endpoints.initial_state_fn(plan))(tf.constant(1)))
     frame_iter = itertools.cycle([tf.constant(f) for f in frames])
 
     def sample():
@@ -259,7 +261,7 @@ def sequence_variants(model, exports, x, args):
                              quantize=label(quantize), sampler=sampler, note=""))
 
     x_tf = tf.constant(x)
-    serve = tf.function(endpoints.serve_fn(model))
+    serve = tf.function(endpoints.serve_fn(plan_export(model)))
     keras_loop = tf.function(model)
     variants += [
         dict(name="TF `tf.function(endpoints.serve_fn(model))`", quantize="float32",
@@ -317,7 +319,7 @@ def accuracy_and_sizes(model, exports, x_eval, args):
             if kind == "sequence":
                 output = run_sequence(interpreter, x_eval)["output"]
             else:
-                output, _ = run_streaming(interpreter, x_eval)
+                output = run_streaming(interpreter, x_eval)["output"]
             row[kind + "_diff"] = max_abs_diff(output, reference)
         rows.append(row)
 

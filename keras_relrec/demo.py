@@ -8,26 +8,27 @@ as builtins-only TFLite (whole sequences, and streaming one step at a time),
 everything is reloaded, and a table shows how the outputs agree with the
 in-memory model and how long a batch takes on each.
 
-    python -m keras_relrec.demo [--tiny] [--output-dir DIR]
+    KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2 python -m keras_relrec.demo [--tiny] [--output-dir DIR]
+
+(`make demo` sets both variables: they must be set before Python imports the
+package, which imports Keras and TensorFlow; the second keeps TensorFlow's
+start-up and converter log lines off the terminal.)
 
 `main` returns the table's rows: (name, max |diff|, ms per batch).
 """
 
 import argparse
-import os
 import pathlib
 import statistics
+import sys
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-from keras_relrec import export  # noqa: E402
-from keras_relrec.layers import CoupledLSTMCell  # noqa: E402
-from keras_relrec.layers import PeepholeLSTMCell  # noqa: E402
+from keras_relrec import export
+from keras_relrec.layers import CoupledLSTMCell
+from keras_relrec.layers import PeepholeLSTMCell
 
 
 def adding_problem(n, length, seed):
@@ -105,20 +106,27 @@ def main(argv=None):
 
     batch = x_test[:64]
     reference = np.asarray(model.predict_on_batch(batch))
+
+    def streamed(b):
+        # The step output at the last frame is the output for the sequence.
+        return export.run_streaming(step_interpreter, b)["output"][:, -1]
+
     runs = [
         ("Keras predict_on_batch, in memory", model.predict_on_batch),
         (f"reloaded {keras_path.name}", reloaded.predict_on_batch),
         ("SavedModel, serve", lambda b: exported.serve({"sequence": b})["output"]),
         (f"LiteRT, {tflite_path.name}", lambda b: export.run_sequence(sequence_interpreter, b)["output"]),
-        # The step output at the last frame is the output for the sequence.
-        (f"LiteRT, {step_path.name} ({length} steps)", lambda b: export.run_streaming(step_interpreter, b)[0][:, -1]),
+        (f"LiteRT, {step_path.name} ({length} steps)", streamed),
     ]
+    # Every run finishes before the table is printed, so that the log lines
+    # TensorFlow and LiteRT write on stderr (XLA, delegates) come before it.
     rows = []
-    print(f"{'model':<44} {'max |diff|':>11} {'ms / batch of 64':>17}")
     for name, fn in runs:
         diff = float(np.max(np.abs(np.asarray(fn(batch)) - reference)))
-        ms = median_ms(fn, batch, 5 if args.tiny else 20)
-        rows.append((name, diff, ms))
+        rows.append((name, diff, median_ms(fn, batch, 5 if args.tiny else 20)))
+    sys.stderr.flush()
+    print(f"{'model':<44} {'max |diff|':>11} {'ms / batch of 64':>17}")
+    for name, diff, ms in rows:
         print(f"{name:<44} {diff:>11.2e} {ms:>17.2f}")
     print(f"\nfiles written to {out}/")
     return rows

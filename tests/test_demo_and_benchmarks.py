@@ -2,6 +2,7 @@
 neither can rot."""
 
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -26,6 +27,21 @@ def test_demo_tiny(tmp_path):
     assert (tmp_path / "adding_problem_savedmodel" / "saved_model.pb").is_file()
     assert (tmp_path / "adding_problem.tflite").is_file()
     assert (tmp_path / "adding_problem_step.tflite").is_file()
+
+
+def test_make_demo_prints_its_table_in_one_piece(tmp_path):
+    """The command `make demo` runs, in its tiny configuration: TensorFlow's
+    log lines must not break up the results table."""
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^demo:.*\n\t(.+)$", makefile, flags=re.M).group(1)
+    command = recipe.replace("$(PY)", sys.executable) + f" --tiny --output-dir {tmp_path}"
+    result = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert "I0000" not in result.stderr and "W0000" not in result.stderr, result.stderr
+    lines = result.stdout.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("model "))
+    assert [line.split()[0] for line in lines[start + 1 : start + 6]] == [
+        "Keras", "reloaded", "SavedModel,", "LiteRT,", "LiteRT,"
+    ]
 
 
 def run_quick(script, tmp_path):

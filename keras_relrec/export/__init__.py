@@ -5,14 +5,30 @@ TensorFlow directly.
   model can stream, `step` and `initial_state` endpoints.
 - `export_tflite(model, path, streaming=..., quantize=...)`: builtins-only
   TFLite, with dynamic batch and length, or the streaming signatures.
-- `run_sequence` / `run_streaming`: run such a file in LiteRT.
+- `run_sequence` / `run_streaming`: run such a file in LiteRT, checking the
+  inputs against its signature first; both return a dict.
+- `plan_export(model)`: the `ExportPlan` every export works from (inputs,
+  stateful layers and their state names, why a model cannot stream).
+- `StatefulLayer`: the protocol a layer implements to stream with named
+  states (`stateful_protocol.py` documents it); `keras.layers.RNN` streams
+  through `RNNStreamer`.
 - `ExportError`: raised, with the layer at fault, when a model cannot be
   exported as asked.
+
+Layout: `export_plan.py` (the plan), `stateful_protocol.py` (the protocol),
+`rnn_streamer.py` (RNN's implementation of it), `recurrent_loop.py` (the
+builtins-only loop), `model_graph.py` (walking and running a model's graph),
+`endpoints.py` (serve / step / initial_state), `saved_model.py`, `tflite.py`,
+`litert_runner.py`, `tflite_inspect.py`, `cli.py` (the `keras-relrec`
+command).
 """
 
 from keras_relrec.export.export_error import ExportError
+from keras_relrec.export.export_plan import ExportPlan
+from keras_relrec.export.export_plan import plan_export
 from keras_relrec.export.litert_runner import run_sequence
 from keras_relrec.export.litert_runner import run_streaming
 from keras_relrec.export.saved_model import export_saved_model
+from keras_relrec.export.stateful_protocol import StatefulLayer
 from keras_relrec.export.tflite import export_tflite
 from keras_relrec.export.tflite_inspect import summarize as inspect_tflite

@@ -1,18 +1,19 @@
-"""The functions a model is exported with, and their signatures.
+"""The functions a model is exported with, from its `ExportPlan`.
 
 - `serve`: whole sequences in, the model's outputs out, computed with the
   builtins-only recurrent loop. Batch and (by default) time are dynamic.
-- `step`: one time step and every recurrent layer's states in, the output
+- `step`: one time step and every stateful layer's states in, the output
   for that step and the new states out, by name.
-- `initial_state`: a batch size in, every state at the start of a sequence.
+- `initial_state`: a batch size in, every state at the start of a stream.
 
-State tensors are named `<layer name>_state_<k>` in the order of the
-layer's Keras states (for an LSTM: 0 is h, 1 is c); the step returns the new
-states under the same names, so a caller feeds each output back as the next
-input of the same name.
+State tensors are named `<layer name>_<state>`: `<layer name>_state_<k>` for
+the states of a recurrent layer in the order of its Keras states (for an
+LSTM: 0 is h, 1 is c), `<layer name>_output` for the previous output of a
+masked one, and what a layer of the protocol names (`stateful_protocol`);
+inside a nested model the names start with the model's name. The step
+returns the new states under the same names, so a caller feeds each output
+back as the next input of the same name.
 """
-
-import re
 
 import keras
 import tensorflow as tf
@@ -22,18 +23,6 @@ from keras_relrec.export import model_graph
 from keras_relrec.export import recurrent_loop
 
 
-def _safe_name(name):
-    return re.sub(r"[^A-Za-z0-9_]", "_", name)
-
-
-def input_names(model):
-    """The names of the model's `keras.Input` layers, as signature names."""
-    return [
-        _safe_name(t._keras_history.operation.name)
-        for t in model_graph.functional(model).inputs
-    ]
-
-
 def output_dict(outputs):
     flat = tree.flatten(outputs)
     if len(flat) == 1:
@@ -41,100 +30,102 @@ def output_dict(outputs):
     return {f"output_{k}": t for k, t in enumerate(flat)}
 
 
-def serve_signature(model, dynamic_length=True):
-    specs = {}
-    for name, tensor in zip(input_names(model), model_graph.functional(model).inputs):
-        shape = [None] + list(tensor.shape[1:])
-        if dynamic_length and len(shape) >= 2:
-            shape[1] = None
-        specs[name] = tf.TensorSpec(shape, tensor.dtype, name=name)
-    return specs
+def serve_fn(plan):
+    """Whole sequences through the model, recurrent layers in the loop."""
+    recurrent = {id(layer) for layer in plan.recurrent}
 
+    def sequence_call(layer):
+        def call(sequences, mask, kwargs):
+            states = kwargs.get("initial_state")
+            states = None if states is None else tree.flatten(states)
+            return recurrent_loop.sequence(layer, sequences, mask, states)
 
-def serve_fn(model):
-    names = input_names(model)
-
-    def sequence_call(layer, sequences, mask, kwargs):
-        return recurrent_loop.sequence(
-            layer, sequences, mask, _flat_or_none(kwargs.get("initial_state"))
-        )
+        return call
 
     def serve(inputs):
-        args = [inputs[n] for n in names]
-        outputs = model_graph.run(model, args if len(args) > 1 else args[0], sequence_call)
+        args = [inputs[name] for name in plan.inputs]
+        outputs = model_graph.run(
+            plan.model,
+            args if len(args) > 1 else args[0],
+            lambda op: sequence_call(op) if id(op) in recurrent else None,
+        )
         return output_dict(outputs)
 
     return serve
 
 
-def _flat_or_none(states):
-    return None if states is None else tree.flatten(states)
+def step_fn(plan, check_batch=False):
+    """One frame through the model, every stateful layer through its step.
 
-
-def state_specs(model):
-    """{state name: TensorSpec} of every recurrent layer, in order."""
-    specs = {}
-    for layer, names in model_graph.state_names(model).items():
-        for name, value in zip(names, recurrent_loop.initial_state(layer, 1)):
-            specs[name] = tf.TensorSpec(
-                [None] + list(value.shape[1:]), value.dtype, name=name
-            )
-    return specs
-
-
-def step_signature(model):
-    (name,) = input_names(model)
-    tensor = model_graph.functional(model).inputs[0]
-    frame = tf.TensorSpec([None] + list(tensor.shape[2:]), tensor.dtype, name=name)
-    return {name: frame, **state_specs(model)}
-
-
-def step_fn(model):
-    keeps_time = model_graph.check_streamable(model)
-    (name,) = input_names(model)
-    names = model_graph.state_names(model)
+    With `check_batch`, the function fails when a state's batch differs from
+    the frame's (a SavedModel then refuses to broadcast; TFLite files are
+    checked by `litert_runner` before they run)."""
+    plan.require_streaming()
+    ((name, _),) = plan.inputs.items()
+    nodes = {id(node.layer): node for node in plan.stateful}
 
     def step(inputs):
+        frame = inputs[name]
+        if check_batch:
+            _assert_same_batch(frame, name, {k: inputs[k] for k in plan.state_specs()})
         new_states = {}
 
-        def step_call(layer, sequences, mask, kwargs):
-            states = [inputs[n] for n in names[layer]]
-            output, updated = recurrent_loop.step(layer, sequences, mask, states)
-            new_states.update(zip(names[layer], updated))
-            return output
+        def step_call(node):
+            def call(sequences, mask, kwargs):
+                states = [inputs[n] for n in node.state_names]
+                output, updated = node.streamer.streaming_step(sequences, states, mask)
+                new_states.update(zip(node.state_names, updated))
+                return output
 
-        output = model_graph.run(model, inputs[name][:, None], step_call)
-        if keeps_time:
+            return call
+
+        output = model_graph.run(
+            plan.model,
+            frame[:, None],
+            lambda op: step_call(nodes[id(op)]) if id(op) in nodes else None,
+        )
+        if plan.keeps_time_axis:
             output = output[:, 0]
         return {"output": output, **new_states}
 
     return step
 
 
-def initial_state_fn(model):
-    names = model_graph.state_names(model)
+def _assert_same_batch(frame, frame_name, states):
+    batch = tf.shape(frame)[0]
+    for state_name, state in states.items():
+        tf.debugging.assert_equal(
+            tf.shape(state)[0], batch,
+            message=f"state '{state_name}' must have the batch size of input '{frame_name}'",
+        )
+
+
+def initial_state_fn(plan):
+    plan.require_streaming()
 
     def initial_state(batch_size):
         states = {}
-        for layer, layer_names in names.items():
-            states.update(zip(layer_names, recurrent_loop.initial_state(layer, batch_size)))
+        for node in plan.stateful:
+            states.update(zip(node.state_names, node.streamer.streaming_initial_state(batch_size)))
         return states
 
     return initial_state
 
 
-def add_endpoints(archive, model, *, sequence=True, streaming=False, dynamic_length=True):
+def add_endpoints(archive, plan, *, sequence=True, streaming=False, dynamic_length=True, check_batch=False):
     """Adds `serve`, and with `streaming` `step` and `initial_state`, to a
-    `keras.export.ExportArchive` that tracks `model`."""
+    `keras.export.ExportArchive` that tracks the plan's model."""
     if sequence:
-        archive.add_endpoint(
-            "serve", serve_fn(model), input_signature=[serve_signature(model, dynamic_length)]
-        )
+        archive.add_endpoint("serve", serve_fn(plan), input_signature=[plan.serve_specs(dynamic_length)])
     if streaming:
-        archive.add_endpoint("step", step_fn(model), input_signature=[step_signature(model)])
+        archive.add_endpoint(
+            "step",
+            step_fn(plan, check_batch),
+            input_signature=[{**plan.frame_specs(), **plan.state_specs()}],
+        )
         archive.add_endpoint(
             "initial_state",
-            initial_state_fn(model),
+            initial_state_fn(plan),
             input_signature=[tf.TensorSpec((), tf.int32, name="batch_size")],
         )
     return archive

@@ -9,8 +9,8 @@ and length. It computes what `keras.layers.RNN` computes, masks included:
 a masked step keeps the states and repeats the previous output (or outputs
 zeros with `zero_output_for_mask=True`).
 
-`sequence` runs a whole sequence; `step` runs one step from given states,
-for the streaming signatures.
+`sequence` runs a whole sequence; `rnn_streamer.RNNStreamer` runs one step
+from given states, for the streaming signatures, with the helpers here.
 """
 
 import keras
@@ -34,7 +34,7 @@ def initial_state(layer, batch_size):
     return tree.flatten(layer.get_initial_state(batch_size))
 
 
-def _step_mask(mask):
+def step_mask(mask):
     """A (batch, time) boolean mask from a Keras mask of rank 2 or more."""
     mask = tf.cast(mask, tf.bool)
     if mask.shape.rank > 2:
@@ -42,13 +42,13 @@ def _step_mask(mask):
     return mask
 
 
-def _where(mask_t, new, old):
+def where(mask_t, new, old):
     """`new` where the step is valid, `old` where it is masked."""
     mask_t = tf.reshape(mask_t, [-1] + [1] * (new.shape.rank - 1))
     return tf.where(mask_t, new, old)
 
 
-def _call_cell(layer, x_t, states):
+def call_cell(layer, x_t, states):
     """One step of the cell with Keras' state structure."""
     states = tree.pack_sequence_as(layer.get_initial_state(1), states)
     output, new_states = layer.cell(x_t, states, training=False)
@@ -76,7 +76,7 @@ def sequence(layer, sequences, mask=None, states=None):
             "(the exported loop handles any length)"
         )
     if mask is not None:
-        mask = _step_mask(mask)
+        mask = step_mask(mask)
     if layer.go_backwards:
         sequences = tf.reverse(sequences, [1])
         mask = None if mask is None else tf.reverse(mask, [1])
@@ -95,13 +95,13 @@ def sequence(layer, sequences, mask=None, states=None):
 
     def body(t, last, buffer, *states):
         x_t = tf.gather(sequences, t, axis=1)
-        output, new_states = _call_cell(layer, x_t, list(states))
+        output, new_states = call_cell(layer, x_t, list(states))
         output = tf.cast(output, dtype)
         if mask is not None:
             mask_t = tf.gather(mask, t, axis=1)
             held = tf.zeros_like(output) if layer.zero_output_for_mask else last
-            output = _where(mask_t, output, held)
-            new_states = [_where(mask_t, n, s) for n, s in zip(new_states, states)]
+            output = where(mask_t, output, held)
+            new_states = [where(mask_t, n, s) for n, s in zip(new_states, states)]
         if layer.return_sequences:
             buffer = dynamic_update_slice(
                 buffer, output[:, None], [0, t] + zero_start
@@ -155,42 +155,21 @@ def _bidirectional_sequence(layer, sequences, mask, states):
     return merged
 
 
-def check_can_stream(layer):
-    """Raises `ExportError` if the layer needs the end of the sequence."""
+def streaming_refusal(layer):
+    """Why a recurrent layer cannot stream frame by frame, or None."""
     if isinstance(layer, keras.layers.Bidirectional):
-        raise ExportError(
+        return (
             f"layer '{layer.name}' is Bidirectional: its backward half needs the "
             "end of the sequence, so it cannot stream"
         )
     if layer.go_backwards:
-        raise ExportError(
+        return (
             f"layer '{layer.name}' has go_backwards=True: it needs the end of the "
             "sequence, so it cannot stream"
         )
     if layer.return_state:
-        raise ExportError(
+        return (
             f"layer '{layer.name}' has return_state=True; the streaming step returns "
             "the states itself, so export the model without it"
         )
-
-
-def step(layer, sequences, mask, states):
-    """One step of a recurrent layer from explicit `states`.
-
-    `sequences` is a one-step sequence (batch, 1, ...). Returns the layer's
-    output for it (with its time axis if the layer returns sequences) and
-    the flat list of new states.
-    """
-    check_can_stream(layer)
-    output, new_states = _call_cell(layer, sequences[:, 0], list(states))
-    output = tf.cast(output, layer.compute_dtype)
-    if mask is not None:
-        # A masked frame repeats the previous output, which is states[0] for
-        # every cell whose output is its first state (Keras' cells and ours).
-        mask_t = _step_mask(mask)[:, 0]
-        held = tf.zeros_like(output) if layer.zero_output_for_mask else states[0]
-        output = _where(mask_t, output, tf.cast(held, output.dtype))
-        new_states = [_where(mask_t, n, s) for n, s in zip(new_states, states)]
-    if layer.return_sequences:
-        output = output[:, None]
-    return output, new_states
+    return None

@@ -1,8 +1,9 @@
 """SavedModel export with sequence and streaming endpoints."""
 
+import tensorflow as tf
+
 from keras_relrec.export import endpoints
-from keras_relrec.export import model_graph
-from keras_relrec.export.export_error import ExportError
+from keras_relrec.export.export_plan import plan_export
 
 
 def export_saved_model(model, path, *, streaming="auto", dynamic_length=True):
@@ -11,7 +12,8 @@ def export_saved_model(model, path, *, streaming="auto", dynamic_length=True):
     The SavedModel has a `serve` endpoint that takes whole sequences, and,
     when the model can stream, `step` and `initial_state` endpoints (see
     `keras_relrec.export.endpoints` for their inputs and outputs). Recurrent
-    layers run in a loop that converts to TFLite builtins.
+    layers run in a loop that converts to TFLite builtins. The `step`
+    endpoint refuses states whose batch differs from the frame's.
 
     Args:
         model: A functional or sequential Keras model.
@@ -24,15 +26,19 @@ def export_saved_model(model, path, *, streaming="auto", dynamic_length=True):
     Returns:
         The names of the endpoints written.
     """
+    if streaming not in (True, False, "auto"):
+        raise ValueError(f"Argument `streaming` must be True, False or 'auto'; received streaming={streaming!r}.")
+    plan = plan_export(model)
     if streaming == "auto":
-        try:
-            model_graph.check_streamable(model)
-            streaming = True
-        except ExportError:
-            streaming = False
+        streaming = plan.can_stream
+    elif streaming:
+        plan.require_streaming()
     archive = endpoints.new_archive(model)
     endpoints.add_endpoints(
-        archive, model, sequence=True, streaming=streaming, dynamic_length=dynamic_length
+        archive, plan, sequence=True, streaming=streaming, dynamic_length=dynamic_length, check_batch=True
     )
-    archive.write_out(str(path), verbose=False)
+    try:
+        archive.write_out(str(path), verbose=False)
+    except tf.errors.OpError as error:  # TensorFlow's file errors are no OSError
+        raise OSError(f"cannot write the SavedModel to {path}: {error.message}") from None
     return ["serve", "step", "initial_state"] if streaming else ["serve"]

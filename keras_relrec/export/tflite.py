@@ -12,6 +12,7 @@ from keras_relrec.export import endpoints
 from keras_relrec.export import model_graph
 from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
+from keras_relrec.export.export_plan import plan_export
 
 QUANTIZE_MODES = (None, "float16", "dynamic_int8", "int8")
 # Enough calibration examples for int8 ranges; more only slows conversion.
@@ -43,8 +44,10 @@ def export_tflite(
             `"dynamic_int8"` (int8 weights, float activations) or `"int8"`
             (int8 weights and activations where the ops allow, calibrated on
             `representative_data`; other ops stay float).
-        representative_data: For `"int8"`: an array of input sequences
-            (examples, time, ...) or an iterable of such batches.
+        representative_data: For `"int8"`: input sequences (examples,
+            time, ...) as an array, or an iterable of such batches; for a
+            model of several inputs, a dict {input name: array} or a list of
+            arrays in the order of the model's inputs.
         dynamic_length: Whether the time axis of the inputs is dynamic.
 
     Returns:
@@ -66,14 +69,18 @@ def export_tflite(
             f"then; received quantize={quantize!r} and representative_data "
             f"{'given' if representative_data is not None else 'None'}."
         )
-    # A model that cannot stream is refused by `endpoints.step_fn`, naming
-    # the layer, before anything is traced.
+    plan = plan_export(model)
+    if streaming:
+        plan.require_streaming()  # names the layer before anything is traced
+    calibration = None
+    if quantize == "int8":
+        calibration = _calibration_data(plan, representative_data, streaming)
     keys = ["step", "initial_state"] if streaming else ["serve"]
     with tempfile.TemporaryDirectory() as folder:
         archive = endpoints.new_archive(model)
         endpoints.add_endpoints(
             archive,
-            model,
+            plan,
             sequence=not streaming,
             streaming=streaming,
             dynamic_length=dynamic_length,
@@ -85,10 +92,8 @@ def export_tflite(
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantize == "float16":
             converter.target_spec.supported_types = [tf.float16]
-        if quantize == "int8":
-            converter.representative_dataset = _calibration_data(
-                model, representative_data, streaming
-            )
+        if calibration is not None:
+            converter.representative_dataset = calibration
         try:
             content = converter.convert()
         except Exception as error:  # the converter raises several types
@@ -101,38 +106,69 @@ def export_tflite(
     return tflite_inspect.summarize(content)
 
 
-def _examples(representative_data):
-    """Batches of one example from an array or an iterable of batches."""
-    if isinstance(representative_data, np.ndarray):
-        representative_data = [representative_data]
-    count = 0
-    for batch in representative_data:
-        for example in np.asarray(batch):
-            if count == MAX_CALIBRATION_EXAMPLES:
-                return
-            count += 1
-            yield example[None]
+def _calibration_examples(plan, representative_data):
+    """Up to `MAX_CALIBRATION_EXAMPLES` examples, each {input name: array
+    with a batch of one}."""
+    names = list(plan.inputs)
+    if isinstance(representative_data, dict):
+        if set(representative_data) != set(names):
+            raise ValueError(
+                f"Argument `representative_data` must have one array per model input "
+                f"{names}; received arrays for {sorted(representative_data)}."
+            )
+        batches = [representative_data]
+    elif len(names) > 1:
+        if not isinstance(representative_data, (list, tuple)) or len(representative_data) != len(names):
+            raise ValueError(
+                f"Argument `representative_data` must hold one array per model input "
+                f"{names}, as a dict by name or a list in that order; received "
+                f"{type(representative_data).__name__}."
+            )
+        batches = [dict(zip(names, representative_data))]
+    elif isinstance(representative_data, np.ndarray):
+        batches = [{names[0]: representative_data}]
+    else:  # an iterable of batches, read only as far as needed
+        batches = ({names[0]: batch} for batch in representative_data)
+    examples = []
+    for batch in batches:
+        arrays = {name: np.asarray(batch[name]) for name in names}
+        counts = {len(array) for array in arrays.values()}
+        if len(counts) != 1:
+            raise ValueError(
+                "Argument `representative_data` must hold as many examples for every "
+                f"input; received {[len(a) for a in arrays.values()]}."
+            )
+        for k in range(counts.pop()):
+            examples.append({name: array[k : k + 1] for name, array in arrays.items()})
+            if len(examples) == MAX_CALIBRATION_EXAMPLES:
+                return examples
+    if not examples:
+        raise ValueError("Argument `representative_data` holds no example.")
+    return examples
 
 
-def _calibration_data(model, representative_data, streaming):
-    (name,) = endpoints.input_names(model)
+def _calibration_data(plan, representative_data, streaming):
+    """The converter's representative dataset: examples one at a time, as
+    whole sequences or (streaming) frame by frame."""
+    examples = _calibration_examples(plan, representative_data)
 
     def sequences():
-        for example in _examples(representative_data):
-            yield ("serve", {name: example})
+        for example in examples:
+            yield ("serve", example)
 
     def frames():
         # The states met while streaming real data set the state ranges.
-        step = tf.function(endpoints.step_fn(model))
-        initial_state = tf.function(endpoints.initial_state_fn(model))
-        for example in _examples(representative_data):
+        step = tf.function(endpoints.step_fn(plan))
+        initial_state = tf.function(endpoints.initial_state_fn(plan))
+        for example in examples:
+            ((name, sequence),) = example.items()
             yield ("initial_state", {"batch_size": np.array(1, np.int32)})
-            states = {k: v.numpy() for k, v in initial_state(tf.constant(1)).items()}
-            for t in range(example.shape[1]):
-                inputs = {name: example[:, t], **states}
+            states = {key: v.numpy() for key, v in initial_state(tf.constant(1)).items()}
+            for t in range(sequence.shape[1]):
+                inputs = {name: sequence[:, t], **states}
                 yield ("step", inputs)
                 outputs = step(inputs)
-                states = {k: outputs[k].numpy() for k in states}
+                states = {key: outputs[key].numpy() for key in states}
 
     return frames if streaming else sequences
 
@@ -146,7 +182,7 @@ def _conversion_reason(model, error):
     lines = [line.strip() for line in text.splitlines() if "error:" in line]
     first = lines[0] if lines else (text.strip().splitlines() or [repr(error)])[0]
     first = first.rsplit("): ", 1)[-1]  # drop the location, keep the reason
-    for layer in model_graph.layers_in_order(model):
+    for layer in (item.operation for item in model_graph.walk(model)):
         if re.search(rf"""(^|[/"'\s]){re.escape(layer.name)}(_\d+)?/""", text):
             return (
                 f"layer '{layer.name}' ({layer.__class__.__name__}) does not convert "

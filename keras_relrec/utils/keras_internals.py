@@ -30,7 +30,8 @@ __all__ = [
     "get_keras_mask",
     "set_keras_mask",
     "functional_graph",
-    "nodes_by_depth",
+    "graph_nodes",
+    "node_receives_mask",
     "run_through_graph",
     "call_has_training_arg",
     "input_layer_name",
@@ -49,9 +50,24 @@ def functional_graph(model):
     return None
 
 
-def nodes_by_depth(graph):
-    """{depth: [node]} of a functional graph; the inputs are deepest."""
-    return graph._nodes_by_depth
+def graph_nodes(graph):
+    """The nodes of a functional graph that call an operation, in execution
+    order (the deepest first); a node has `.operation` and `.input_tensors`."""
+    by_depth = graph._nodes_by_depth
+    return [
+        node
+        for depth in sorted(by_depth, reverse=True)
+        for node in by_depth[depth]
+        if node.operation is not None and not node.is_input
+    ]
+
+
+def node_receives_mask(node):
+    """Whether a mask reaches the node's operation: passed as its `mask`
+    argument, or attached to its first input tensor."""
+    if node.arguments.kwargs.get("mask") is not None:
+        return True
+    return bool(node.input_tensors) and get_keras_mask(node.input_tensors[0]) is not None
 
 
 def run_through_graph(graph, inputs, operation_fn):

@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 from keras_relrec.export import export_tflite
+from keras_relrec.export import plan_export
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
 from keras_relrec.utils.registration import PUBLIC_LAYERS
@@ -476,13 +477,77 @@ def test_tflite_sequence_mode(entry, tmp_path):
                 run_sequence(path, x)["output"], keras_out, atol=max(ATOL, 4 * drift),
                 err_msg=f"batch {batch}, length {length}, float32 drift {drift:.1e}",
             )
+    # Inputs that do not fit the file's signature are refused before LiteRT
+    # runs, with the input's name and the expected shape or dtype.
+    x = entry.make_input(batch=2)
+    wrong_size = np.zeros(x.shape[:-1] + (x.shape[-1] + 1,), "float32")
+    for bad, reason in [
+        (x[..., None], "must have shape"),
+        (wrong_size, "must have shape"),
+        (x[:0], "empty axis"),
+        (x[:, :0] if entry.recurrent else x[:, :-1], "empty axis" if entry.recurrent else "must have shape"),
+        (x.astype("float64"), "must have dtype float32"),
+    ]:
+        with pytest.raises(ValueError, match=f"Input 'sequence' {reason}|Input 'sequence' has shape"):
+            run_sequence(path, bad)
+
+
+def streaming_models(entry):
+    """The models every recurrent entry must stream: the layer alone, behind
+    a mask, and (for a cell) two of it stacked behind a mask, whose output is
+    the second cell's and not the first state."""
+    models = {"alone": entry.make_model(dynamic_length=True, return_sequences=True)}
+    shape = (None,) + entry.input_shape[1:]
+    inputs = keras.Input(shape, name="sequence")
+    masked = keras.layers.Masking(0.0)(inputs)
+    models["masked"] = keras.Model(inputs, entry.make_layer(return_sequences=True)(masked))
+    if entry.is_cell:
+        cells = [entry.cls(**entry.kwargs), entry.cls(**entry.kwargs)]
+        stack = keras.layers.RNN(cells, return_sequences=True)
+        models["masked stack"] = keras.Model(inputs, stack(masked))
+    return models
 
 
 @recurrent_entries
 def test_tflite_streaming(entry, tmp_path):
-    path = tmp_path / "step.tflite"
-    model = entry.make_model(dynamic_length=True, return_sequences=True)
-    assert_builtins_only(export_tflite(model, path, streaming=True))
+    """Fed frame by frame, the step gives what Keras gives on the whole
+    sequence, padding included."""
     x = padded_input(entry, entry.make_input(batch=3, length=6))
-    frames, _ = run_streaming(path, x)
-    np.testing.assert_allclose(frames, model.predict(x, verbose=0), atol=ATOL)
+    for name, model in streaming_models(entry).items():
+        path = tmp_path / f"{name}.tflite"
+        assert_builtins_only(export_tflite(model, path, streaming=True))
+        result = run_streaming(path, x)
+        np.testing.assert_allclose(result["output"], model.predict(x, verbose=0), atol=ATOL, err_msg=name)
+    # States of another batch size, frames of the wrong rank or dtype, and no
+    # frame at all are refused before LiteRT runs.
+    states = {k: v for k, v in result.items() if k != "output"}
+    with pytest.raises(ValueError, match="has batch size 3; input 'sequence' has 2"):
+        run_streaming(path, x[:2], states=states)
+    for bad, reason in [(x[:, 0], "must have shape"), (x[:, :0], "empty axis"),
+                        (x.astype("float64"), "must have dtype")]:
+        with pytest.raises(ValueError, match=f"Input 'sequence' ({reason}|has shape)"):
+            run_streaming(path, bad)
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if not e.recurrent], ids=lambda e: e.id)
+def test_streaming_in_front_of_a_recurrent_layer(entry, tmp_path):
+    """A layer that acts on each step alone (`acts_per_step`) streams in
+    front of a recurrent layer and gives Keras' outputs; any other layer
+    makes the export refuse to stream, naming it."""
+    layer = entry.make_layer()
+    per_step = bool(getattr(layer, "acts_per_step", False))
+    shape = ((None,) + entry.input_shape[1:]) if per_step else entry.input_shape
+    inputs = keras.Input(shape, name="sequence")
+    h = layer(inputs)
+    if len(h.shape) == 3:
+        h = keras.layers.RNN(keras.layers.LSTMCell(3), return_sequences=True)(h)
+    model = keras.Model(inputs, h)
+    plan = plan_export(model)
+    if not per_step:
+        assert f"'{layer.name}'" in plan.streaming_refusal
+        return
+    assert plan.can_stream, plan.streaming_refusal
+    path = tmp_path / "step.tflite"
+    assert_builtins_only(export_tflite(model, path, streaming=True))
+    x = entry.make_input(batch=2, length=5)
+    np.testing.assert_allclose(run_streaming(path, x)["output"], model.predict(x, verbose=0), atol=ATOL)

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_relrec.export import cli
+import keras_relrec_cli as cli
 from keras_relrec.layers import CoupledLSTMCell
 from tests.export.test_tflite_export import Erfinv
 
@@ -24,6 +24,11 @@ def saved(tmp_path_factory):
     pooled.save(folder / "pooled.keras")
     odd = keras.Model(inputs, Erfinv(name="odd_math")(h))
     odd.save(folder / "odd.keras")
+    a, b = keras.Input((None, 3), name="left"), keras.Input((None, 2), name="right")
+    joined = keras.layers.Concatenate()([a, b])
+    two = keras.Model([a, b], keras.layers.LSTM(4)(joined))
+    two.save(folder / "two_inputs.keras")
+    (folder / "a_file").write_text("not a folder")
     return folder
 
 
@@ -59,6 +64,21 @@ def test_export_quantized_with_calibration(saved, capsys, tmp_path):
     assert out_path.stat().st_size > 0
 
 
+def test_int8_calibration_of_a_model_with_two_inputs(saved, capsys, tmp_path):
+    rng = np.random.default_rng(1)
+    data = tmp_path / "calibration.npz"
+    np.savez(data, left=rng.normal(size=(6, 5, 3)).astype("float32"),
+             right=rng.normal(size=(6, 5, 2)).astype("float32"))
+    out_path = tmp_path / "two.tflite"
+    code, out, err = run(
+        ["export", str(saved / "two_inputs.keras"), "--tflite", str(out_path), "--quantize", "int8",
+         "--calibration", str(data)],
+        capsys,
+    )
+    assert code == 0, err
+    assert out_path.stat().st_size > 0
+
+
 @pytest.mark.parametrize(
     "argv, reason",
     [
@@ -69,6 +89,8 @@ def test_export_quantized_with_calibration(saved, capsys, tmp_path):
         (["export", "{saved}/ok.keras"], "nothing to do"),
         (["export", "{saved}/odd.keras", "--tflite", "{saved}/x.tflite"], "layer 'odd_math' (Erfinv)"),
         (["inspect", "{saved}/ok.keras"], "not a readable .tflite file"),
+        (["export", "{saved}/ok.keras", "--saved-model", "{saved}/a_file/sm"], "cannot write the SavedModel"),
+        (["export", "{saved}/ok.keras", "--tflite", "{saved}/a_file/x.tflite"], "Not a directory"),
     ],
 )
 def test_failures_exit_non_zero_with_one_line(saved, capsys, argv, reason):
@@ -84,6 +106,24 @@ def test_console_script_is_installed(saved):
     result = subprocess.run([str(script), "inspect", str(saved / "nothing.tflite")],
                             capture_output=True, text=True)
     assert result.returncode == 1
-    # TensorFlow's own start-up lines may come first; the reason is the last.
-    last = result.stderr.strip().splitlines()[-1]
-    assert last == f"keras-relrec: error: no such file: {saved / 'nothing.tflite'}"
+    assert result.stderr == f"keras-relrec: error: no such file: {saved / 'nothing.tflite'}\n"
+
+
+def test_a_command_prints_no_tensorflow_log_lines(saved, tmp_path):
+    script = pathlib.Path(sys.executable).parent / "keras-relrec"
+    result = subprocess.run([str(script), "export", str(saved / "ok.keras"), "--tflite", str(tmp_path / "x.tflite")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout.startswith("wrote ")
+
+
+def test_help_and_argument_errors_do_not_import_keras():
+    code = (
+        "import sys, keras_relrec_cli\n"
+        "try:\n    keras_relrec_cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "assert keras_relrec_cli.main(['export', 'missing.keras', '--tflite', 'x.tflite']) == 1\n"
+        "print(sorted(m for m in ('keras', 'tensorflow') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -45,6 +45,15 @@ MODELS = {
         keras.layers.RNN(CoupledLSTMCell(5, use_peepholes=True), return_sequences=True),
         keras.layers.Dense(2),
     ),
+    # A masked frame repeats the stack's output, the last cell's: not the
+    # first state, even when the widths agree.
+    "masked_stacked_cells": lambda: sequential(
+        keras.layers.Masking(0.0),
+        keras.layers.RNN([keras.layers.LSTMCell(4), keras.layers.GRUCell(4)], return_sequences=True),
+    ),
+    "masked_stacked_cells_last": lambda: sequential(
+        keras.layers.Masking(0.0), keras.layers.RNN([keras.layers.GRUCell(5), keras.layers.LSTMCell(3)])
+    ),
     "embedding_mask_zero": lambda: sequential(
         keras.layers.Embedding(10, D, mask_zero=True), keras.layers.LSTM(4), dtype="int32"
     ),
@@ -117,7 +126,7 @@ def test_streaming_frame_by_frame_matches_full_sequence(name, tmp_path):
     assert set(summary["signatures"]) == {"step", "initial_state"}
     assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
     x = make_input(model, 3, 9)
-    frames, _ = run_streaming(path, x)
+    frames = run_streaming(path, x)["output"]
     full = model.predict(x, verbose=0)
     if full.ndim == frames.ndim:  # the model returns sequences
         np.testing.assert_allclose(frames, full, atol=ATOL)
@@ -176,7 +185,8 @@ def test_quantized_exports_run_and_stay_close(quantize, streaming, tmp_path):
     assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
     held_out = make_input(model, 4, 10, seed=2)
     want = model.predict(held_out, verbose=0)
-    got = run_streaming(path, held_out)[0] if streaming else run_sequence(path, held_out)["output"]
+    run = run_streaming if streaming else run_sequence
+    got = run(path, held_out)["output"]
     # Bounds from the quantization step sizes, generous against flakiness but
     # far below the output scale (about 1): a broken export misses them.
     bound = {"float16": 1e-2, "dynamic_int8": 0.1, "int8": 0.2}[quantize]

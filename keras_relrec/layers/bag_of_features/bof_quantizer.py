@@ -146,6 +146,12 @@ class BoFQuantizer(keras.layers.Layer):
         )
 
     @property
+    def acts_per_step(self):
+        """Memberships are per vector, so the layer streams frame by frame
+        (see `keras_relrec.export.stateful_protocol`); a histogram is not."""
+        return self.output_mode == "memberships"
+
+    @property
     def input_dtype(self):
         # Distances need the inputs' own precision: a float16 copy of a
         # price has lost the digits that tell two codewords apart.

@@ -127,6 +127,13 @@ class TwoDAttention(keras.layers.Layer):
             trainable=self.trainable_tau,
         )
 
+    @property
+    def acts_per_step(self):
+        """Attention over the features mixes each step on its own, so the
+        layer streams frame by frame (see
+        `keras_relrec.export.stateful_protocol`); over the steps it is not."""
+        return self.axis == 2
+
     def attention_weights(self, inputs, mask=None):
         """A, the attention over the attended axis; the input's shape."""
         inputs = ops.convert_to_tensor(inputs, dtype=self.compute_dtype)

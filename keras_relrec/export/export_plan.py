@@ -1,0 +1,256 @@
+"""The export plan: what exporting a model needs, worked out once.
+
+`plan_export(model)` walks the model's graph (nested models included) and
+records its inputs and their signature names, the recurrent layers that run
+in the builtins-only loop, the stateful layers with their state names and
+specs, whether the streaming step's output keeps a time axis, and — when the
+model cannot stream frame by frame — the reason, naming the layer at fault.
+Every endpoint (`serve`, `step`, `initial_state`), the SavedModel and the
+TFLite export read the plan instead of working the model out again.
+
+Which layers are stateful and how they stream is the protocol in
+`stateful_protocol.py`; `keras.layers.RNN` joins it through `RNNStreamer`.
+"""
+
+import dataclasses
+import re
+
+import keras
+import tensorflow as tf
+from keras import tree
+
+from keras_relrec.export import model_graph
+from keras_relrec.export import recurrent_loop
+from keras_relrec.export import stateful_protocol
+from keras_relrec.export.export_error import ExportError
+from keras_relrec.export.rnn_streamer import RNNStreamer
+from keras_relrec.utils import keras_internals
+
+# Keras layers that act on each time step on its own, so that a one-step
+# sequence through them gives that step's output; other layers say so with
+# `acts_per_step` (see `stateful_protocol`).
+PER_STEP_LAYERS = (
+    keras.layers.InputLayer,
+    keras.layers.Dense,
+    keras.layers.EinsumDense,
+    keras.layers.Activation,
+    keras.layers.ReLU,
+    keras.layers.LeakyReLU,
+    keras.layers.PReLU,
+    keras.layers.ELU,
+    keras.layers.Softmax,
+    keras.layers.Dropout,
+    keras.layers.GaussianNoise,
+    keras.layers.GaussianDropout,
+    keras.layers.AlphaDropout,
+    keras.layers.LayerNormalization,
+    keras.layers.BatchNormalization,
+    keras.layers.UnitNormalization,
+    keras.layers.Normalization,
+    keras.layers.Rescaling,
+    keras.layers.Masking,
+    keras.layers.Embedding,
+    keras.layers.TimeDistributed,
+    keras.layers.Identity,
+    keras.layers.Add,
+    keras.layers.Subtract,
+    keras.layers.Multiply,
+    keras.layers.Average,
+    keras.layers.Maximum,
+    keras.layers.Minimum,
+    keras.layers.Concatenate,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class StatefulNode:
+    """A stateful layer of the model and how it streams.
+
+    layer: the Keras layer.
+    streamer: what implements the protocol: the layer itself, or an
+        `RNNStreamer` around a `keras.layers.RNN`.
+    state_specs: {state name: `tf.TensorSpec` with a dynamic batch}, in the
+        order of the layer's states; the names are unique in the model.
+    keeps_time_axis: whether the layer's step output keeps the time axis.
+    """
+
+    layer: object
+    streamer: object
+    state_specs: dict
+    keeps_time_axis: bool
+
+    @property
+    def state_names(self):
+        return list(self.state_specs)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportPlan:
+    """What exporting `model` needs; build it with `plan_export(model)`.
+
+    input_specs: {signature name: symbolic `keras.Input` tensor}, in order.
+    num_outputs: how many output tensors the model returns.
+    recurrent: the layers that run in the builtins-only loop in sequence
+        mode (`keras.layers.RNN`, `Bidirectional`).
+    stateful: the `StatefulNode`s in execution order.
+    streaming_refusal: why the model cannot stream frame by frame, naming
+        the layer at fault, or None when it can.
+    """
+
+    model: object
+    inputs: dict
+    num_outputs: int
+    recurrent: tuple
+    stateful: tuple
+    streaming_refusal: str | None
+
+    @property
+    def can_stream(self):
+        return self.streaming_refusal is None
+
+    def require_streaming(self):
+        if self.streaming_refusal is not None:
+            raise ExportError(self.streaming_refusal)
+
+    @property
+    def keeps_time_axis(self):
+        """Whether the step output keeps a time axis of one, which the step
+        signature drops: when every stateful layer keeps it."""
+        return all(node.keeps_time_axis for node in self.stateful)
+
+    def stateful_node(self, layer):
+        return next(node for node in self.stateful if node.layer is layer)
+
+    def serve_specs(self, dynamic_length=True):
+        """{name: TensorSpec} of whole sequences, batch (and time) dynamic."""
+        specs = {}
+        for name, tensor in self.inputs.items():
+            shape = [None] + list(tensor.shape[1:])
+            if dynamic_length and len(shape) >= 2:
+                shape[1] = None
+            specs[name] = tf.TensorSpec(shape, tensor.dtype, name=name)
+        return specs
+
+    def frame_specs(self):
+        """{name: TensorSpec} of one frame (the time axis dropped)."""
+        self.require_streaming()
+        ((name, tensor),) = self.inputs.items()
+        return {name: tf.TensorSpec([None] + list(tensor.shape[2:]), tensor.dtype, name=name)}
+
+    def state_specs(self):
+        """{state name: TensorSpec} of every stateful layer, in order."""
+        return {name: spec for node in self.stateful for name, spec in node.state_specs.items()}
+
+
+def _safe_name(name):
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def plan_export(model):
+    """Works out the `ExportPlan` of a functional or sequential model.
+
+    Raises:
+        ExportError: the model has no graph to export (subclassed, or a
+            Sequential model without an `Input`).
+    """
+    graph = model_graph.functional(model)
+    inputs = {_safe_name(keras_internals.input_layer_name(t)): t for t in graph.inputs}
+    num_outputs = len(tree.flatten(model.outputs))
+    recurrent, stateful, refusals, used_names = [], [], [], set()
+    for item in model_graph.walk(model):
+        op = item.operation
+        if recurrent_loop.is_recurrent(op):
+            recurrent.append(op)
+        if isinstance(op, keras.layers.Bidirectional):
+            refusals.append(recurrent_loop.streaming_refusal(op))
+            continue
+        streamer = _streamer(item)
+        if streamer is None:
+            refusals.append(_per_step_refusal(item))
+            continue
+        refusals.append(stateful_protocol.streaming_refusal(streamer))
+        if item.calls > 1:
+            refusals.append(
+                f"layer '{op.name}' is called {item.calls} times in the model; streaming "
+                "needs each stateful layer called once, so that it has one set of states"
+            )
+        specs = {}
+        for state, shape, dtype in streamer.streaming_state_specs():
+            name = _unique(_safe_name(f"{item.prefix}{op.name}_{state}"), used_names)
+            specs[name] = tf.TensorSpec([None] + list(shape), dtype, name=name)
+        keeps_time = op.return_sequences if isinstance(op, keras.layers.RNN) else True
+        stateful.append(StatefulNode(op, streamer, specs, keeps_time))
+
+    model_refusals = []
+    if not stateful and not recurrent:
+        model_refusals.append(
+            f"model '{model.name}' has no recurrent layer, so there is no state to "
+            "stream; export it in sequence mode"
+        )
+    if len(inputs) != 1 or num_outputs != 1:
+        model_refusals.append(
+            f"model '{model.name}' has several inputs or outputs; streaming needs "
+            "one sequence input and one output"
+        )
+    # A layer that cannot stream is the most useful thing to name first.
+    reasons = [r for r in refusals + model_refusals if r is not None]
+    return ExportPlan(
+        model=model,
+        inputs=inputs,
+        num_outputs=num_outputs,
+        recurrent=tuple(recurrent),
+        stateful=tuple(stateful),
+        streaming_refusal=reasons[0] if reasons else None,
+    )
+
+
+def _streamer(item):
+    """What streams a graph operation: an `RNNStreamer` for an RNN, the layer
+    itself if it follows the protocol, None for a stateless operation."""
+    op = item.operation
+    if isinstance(op, keras.layers.RNN):
+        return RNNStreamer(op, item.node.input_tensors[0].shape, item.masked)
+    if isinstance(op, stateful_protocol.StatefulLayer):
+        return op
+    return None
+
+
+def _unique(name, used):
+    candidate, k = name, 2
+    while candidate in used:
+        candidate, k = f"{name}_{k}", k + 1
+    used.add(candidate)
+    return candidate
+
+
+def _per_step_refusal(item):
+    """Why a stateless operation cannot run on one frame, or None."""
+    op = item.operation
+    if isinstance(op, keras.layers.Layer):
+        if isinstance(op, PER_STEP_LAYERS) or stateful_protocol.acts_per_step(op):
+            return None
+        return (
+            f"layer '{op.name}' ({op.__class__.__name__}) is not known to act on each "
+            "time step alone, so the model cannot stream frame by frame"
+        )
+    if _touches_time_axis(op, item.node):
+        return (
+            f"operation '{op.name}' ({op.__class__.__name__}) works across the time "
+            "axis, so the model cannot stream frame by frame"
+        )
+    return None
+
+
+def _touches_time_axis(op, node):
+    """Whether a plain `keras.ops` operation (no layer) reduces, reorders or
+    reshapes across axis 1; elementwise operations have no axis and pass."""
+    if op.__class__.__name__ in ("Reshape", "Flatten", "Transpose", "Tile"):
+        return True
+    axes = getattr(op, "axis", getattr(op, "axes", "none"))
+    if isinstance(axes, str):  # no axis attribute: elementwise
+        return False
+    if axes is None:  # all axes
+        return True
+    rank = len(node.input_tensors[0].shape) if node.input_tensors else 0
+    axes = axes if isinstance(axes, (list, tuple)) else [axes]
+    return any(a % rank == 1 for a in axes) if rank else True

@@ -1,0 +1,80 @@
+"""`keras.layers.RNN` as a stateful layer of the export protocol."""
+
+import tensorflow as tf
+
+from keras_relrec.export import recurrent_loop
+from keras_relrec.export.export_error import ExportError
+
+
+class RNNStreamer:
+    """Streams a `keras.layers.RNN` (ours and Keras' cells, stacked cells,
+    `LSTM`, `GRU`, ...) one step at a time; see `stateful_protocol`.
+
+    States: the cell's flat states, named `state_<k>` in the order of the
+    layer's Keras states (for an LSTM, 0 is h and 1 is c), and, when a mask
+    reaches the layer, `output`: its previous output, which a masked step
+    repeats. Keras' TensorFlow loop repeats the layer's real previous output
+    (zeros before the first step); for stacked cells that is the last cell's
+    output, not the first state, so it is carried rather than guessed.
+
+    Args:
+        layer: The `keras.layers.RNN`.
+        input_shape: The shape of the layer's input sequences.
+        masked: Whether a mask may reach the layer in the model.
+    """
+
+    def __init__(self, layer, input_shape, masked):
+        self.layer = layer
+        self.holds_output = masked and not layer.zero_output_for_mask
+        shape = layer.compute_output_shape(tuple(input_shape))
+        if layer.return_state:
+            shape = shape[0]
+        self.output_shape = tuple(shape[2:] if layer.return_sequences else shape[1:])
+
+    @property
+    def name(self):
+        return self.layer.name
+
+    def streaming_refusal(self):
+        return recurrent_loop.streaming_refusal(self.layer)
+
+    def streaming_state_specs(self):
+        specs = [
+            (f"state_{k}", tuple(value.shape[1:]), value.dtype)
+            for k, value in enumerate(recurrent_loop.initial_state(self.layer, 1))
+        ]
+        if self.holds_output:
+            specs.append(("output", self.output_shape, self.layer.compute_dtype))
+        return specs
+
+    def streaming_initial_state(self, batch_size):
+        states = recurrent_loop.initial_state(self.layer, batch_size)
+        if self.holds_output:
+            shape = tf.concat([[batch_size], self.output_shape], 0)
+            states.append(tf.zeros(shape, self.layer.compute_dtype))
+        return states
+
+    def streaming_step(self, inputs, states, mask=None):
+        count = len(states) - int(self.holds_output)
+        cell_states = list(states[:count])
+        output, new_states = recurrent_loop.call_cell(self.layer, inputs[:, 0], cell_states)
+        output = tf.cast(output, self.layer.compute_dtype)
+        if mask is not None:
+            mask_t = recurrent_loop.step_mask(mask)[:, 0]
+            if self.layer.zero_output_for_mask:
+                held = tf.zeros_like(output)
+            elif self.holds_output:
+                held = states[-1]
+            else:
+                raise ExportError(
+                    f"layer '{self.layer.name}' receives a mask that the export plan did not "
+                    "find in the model's graph; pass the mask through keras.layers.Masking or "
+                    "Embedding(mask_zero=True)"
+                )
+            output = recurrent_loop.where(mask_t, output, held)
+            new_states = [recurrent_loop.where(mask_t, n, s) for n, s in zip(new_states, cell_states)]
+        if self.holds_output:
+            new_states.append(output)
+        if self.layer.return_sequences:
+            output = output[:, None]
+        return output, new_states

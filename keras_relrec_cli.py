@@ -1,0 +1,71 @@
+"""The `keras-relrec` command.
+
+    keras-relrec export MODEL.keras --tflite OUT.tflite [--streaming]
+                 [--quantize {float16,dynamic_int8,int8} --calibration DATA.npy|DATA.npz]
+                 [--saved-model DIR] [--fixed-length]
+    keras-relrec inspect OUT.tflite
+
+Any failure exits with status 1 and one line on stderr saying why (for a
+model that cannot be exported, the layer at fault).
+
+This launcher lives beside the `keras_relrec` package, not in it: importing
+anything from the package imports Keras and TensorFlow (seconds, and their
+start-up log lines), which `--help`, a bad argument or a missing file do not
+need. The commands themselves are `keras_relrec.export.cli`.
+"""
+
+import argparse
+import os
+import pathlib
+import sys
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="keras-relrec", description=__doc__.splitlines()[0].strip("."))
+    commands = parser.add_subparsers(dest="command", required=True)
+    export = commands.add_parser("export", help="export a .keras model")
+    export.add_argument("model", help="a .keras file")
+    export.add_argument("--tflite", help="write a builtins-only .tflite file here")
+    export.add_argument("--saved-model", help="write a SavedModel folder here")
+    export.add_argument("--streaming", action="store_true", help="TFLite step and initial_state signatures")
+    export.add_argument("--quantize", choices=["float16", "dynamic_int8", "int8"])
+    export.add_argument(
+        "--calibration",
+        help="for --quantize int8: a .npy array of input sequences, or a .npz of one array per input name",
+    )
+    export.add_argument("--fixed-length", action="store_true", help="keep the model's own time length")
+    inspect = commands.add_parser("inspect", help="describe a .tflite file")
+    inspect.add_argument("tflite", help="a .tflite file")
+    return parser
+
+
+def _problem(args):
+    """What is wrong with the arguments, found without TensorFlow, or None."""
+    if args.command == "inspect":
+        return None if pathlib.Path(args.tflite).is_file() else f"no such file: {args.tflite}"
+    if not args.tflite and not args.saved_model:
+        return "nothing to do: give --tflite OUT.tflite and/or --saved-model DIR"
+    if (args.quantize == "int8") != bool(args.calibration):
+        return "--quantize int8 needs --calibration DATA.npy, and only it does"
+    for path in (args.model, args.calibration):
+        if path and not pathlib.Path(path).is_file():
+            return f"no such file: {path}"
+    return None
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    problem = _problem(args)
+    if problem is not None:
+        print(f"keras-relrec: error: {problem}", file=sys.stderr)
+        return 1
+    # Before TensorFlow is imported: its start-up log lines stay quiet.
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from keras_relrec.export import cli
+
+    return cli.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

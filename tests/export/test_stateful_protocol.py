@@ -1,0 +1,144 @@
+"""The export plan and the stateful-layer protocol: a layer that is not a
+`keras.layers.RNN` streams through the protocol beside RNNs; state names stay
+unique in nested models; masked stacks hold their real previous output."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras import ops
+
+from keras_relrec.export import ExportError
+from keras_relrec.export import StatefulLayer
+from keras_relrec.export import export_saved_model
+from keras_relrec.export import export_tflite
+from keras_relrec.export import plan_export
+from keras_relrec.export import run_sequence
+from keras_relrec.export import run_streaming
+from keras_relrec.layers import PeepholeLSTMCell
+
+ATOL = 1e-5
+
+
+@keras.saving.register_keras_serializable(package="keras_relrec_tests")
+class CausalConvolution(keras.layers.Layer):
+    """y_t = Σ_k x_{t−k} W_k, k < K: a causal convolution over time. Not an
+    RNN: its state, for streaming, is the last K − 1 frames."""
+
+    def __init__(self, units, kernel_size, **kwargs):
+        super().__init__(**kwargs)
+        self.units, self.kernel_size = units, kernel_size
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(self.kernel_size, input_shape[-1], self.units), name="kernel")
+
+    def call(self, inputs):
+        padded = ops.pad(inputs, [[0, 0], [self.kernel_size - 1, 0], [0, 0]])
+        return ops.conv(padded, self.kernel, padding="valid")
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (self.units,)
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "kernel_size": self.kernel_size}
+
+    # The protocol of keras_relrec.export.stateful_protocol.
+    def streaming_state_specs(self):
+        return [("window", (self.kernel_size - 1, self.kernel.shape[1]), self.compute_dtype)]
+
+    def streaming_initial_state(self, batch_size):
+        return [ops.zeros((batch_size, self.kernel_size - 1, self.kernel.shape[1]), self.compute_dtype)]
+
+    def streaming_step(self, inputs, states, mask=None):
+        window = ops.concatenate([states[0], inputs], axis=1)
+        return ops.conv(window, self.kernel, padding="valid"), [window[:, 1 - self.kernel_size :]]
+
+
+def causal_model():
+    inputs = keras.Input((None, 3), name="sequence")
+    h = CausalConvolution(4, 3, name="conv")(inputs)
+    h = keras.layers.RNN(PeepholeLSTMCell(5), return_sequences=True, name="rnn")(h)
+    return keras.Model(inputs, keras.layers.Dense(2, name="head")(h))
+
+
+def test_a_layer_that_is_not_an_rnn_streams_through_the_protocol(tmp_path):
+    model = causal_model()
+    assert isinstance(model.get_layer("conv"), StatefulLayer)
+    plan = plan_export(model)
+    assert plan.can_stream
+    assert list(plan.state_specs()) == ["conv_window", "rnn_state_0", "rnn_state_1"]
+    assert tuple(plan.state_specs()["conv_window"].shape) == (None, 2, 3)
+
+    x = np.random.default_rng(0).normal(size=(2, 9, 3)).astype("float32")
+    want = model.predict(x, verbose=0)
+    summary = export_tflite(model, tmp_path / "step.tflite", streaming=True)
+    assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
+    np.testing.assert_allclose(run_streaming(tmp_path / "step.tflite", x)["output"], want, atol=ATOL)
+    # A stream cut in two goes on from the states the first half ended in.
+    first = run_streaming(tmp_path / "step.tflite", x[:, :4])
+    states = {k: v for k, v in first.items() if k != "output"}
+    second = run_streaming(tmp_path / "step.tflite", x[:, 4:], states=states)
+    np.testing.assert_allclose(np.concatenate([first["output"], second["output"]], 1), want, atol=ATOL)
+    # Sequence mode runs the layer's own call.
+    export_tflite(model, tmp_path / "serve.tflite")
+    np.testing.assert_allclose(run_sequence(tmp_path / "serve.tflite", x)["output"], want, atol=ATOL)
+
+
+def test_saved_model_step_through_the_protocol(tmp_path):
+    model = causal_model()
+    export_saved_model(model, tmp_path / "sm")
+    loaded = tf.saved_model.load(str(tmp_path / "sm"))
+    x = np.random.default_rng(1).normal(size=(3, 6, 3)).astype("float32")
+    states = loaded.initial_state(tf.constant(3))
+    outputs = []
+    for t in range(x.shape[1]):
+        result = loaded.step({"sequence": x[:, t], **states})
+        outputs.append(result["output"])
+        states = {k: result[k] for k in states}
+    np.testing.assert_allclose(np.stack(outputs, 1), model.predict(x, verbose=0), atol=ATOL)
+    # A state of another batch size is refused, not broadcast.
+    bad = {**loaded.initial_state(tf.constant(3)), "conv_window": np.zeros((1, 2, 3), "float32")}
+    with pytest.raises(tf.errors.InvalidArgumentError, match="conv_window"):
+        loaded.step({"sequence": x[:, 0], **bad})
+
+
+def encoder(name, width):
+    inputs = keras.Input((None, width))
+    outputs = keras.layers.LSTM(4, return_sequences=True, name="lstm")(inputs)
+    return keras.Model(inputs, outputs, name=name)
+
+
+def test_nested_models_whose_layers_share_a_name_get_unique_state_names(tmp_path):
+    inputs = keras.Input((None, 3), name="sequence")
+    h = encoder("first", 3)(inputs)
+    h = encoder("second", 4)(h)
+    model = keras.Model(inputs, keras.layers.LSTM(2, return_sequences=True, name="lstm")(h))
+    names = list(plan_export(model).state_specs())
+    assert names == ["first_lstm_state_0", "first_lstm_state_1", "second_lstm_state_0",
+                     "second_lstm_state_1", "lstm_state_0", "lstm_state_1"]
+    export_tflite(model, tmp_path / "step.tflite", streaming=True)
+    x = np.random.default_rng(2).normal(size=(2, 7, 3)).astype("float32")
+    np.testing.assert_allclose(
+        run_streaming(tmp_path / "step.tflite", x)["output"], model.predict(x, verbose=0), atol=ATOL
+    )
+
+
+def test_a_stateful_layer_called_twice_cannot_stream():
+    inputs = keras.Input((None, 3), name="sequence")
+    shared = keras.layers.LSTM(3, return_sequences=True, name="shared_lstm")
+    model = keras.Model(inputs, shared(shared(inputs)))
+    with pytest.raises(ExportError, match="layer 'shared_lstm' is called 2 times"):
+        plan_export(model).require_streaming()
+
+
+def test_a_masked_stack_holds_its_real_previous_output():
+    """A masked frame repeats the stack's output, the last cell's, which the
+    plan carries as a state of its own."""
+    inputs = keras.Input((None, 3), name="sequence")
+    masked = keras.layers.Masking(0.0)(inputs)
+    stack = keras.layers.RNN([keras.layers.LSTMCell(4), keras.layers.GRUCell(3)],
+                             return_sequences=True, name="stack")
+    plan = plan_export(keras.Model(inputs, stack(masked)))
+    specs = plan.state_specs()
+    assert list(specs) == ["stack_state_0", "stack_state_1", "stack_state_2", "stack_output"]
+    assert tuple(specs["stack_output"].shape) == (None, 3)
