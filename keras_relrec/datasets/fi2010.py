@@ -68,19 +68,7 @@ def load_fi2010(path, horizon=10, window=10, features=40):
         raise ValueError(
             f"Argument `features` must be an integer in 1..{NUM_FEATURES}; received features={features!r}."
         )
-    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    if not paths:
-        raise ValueError("Argument `path` must name at least one file; received an empty list.")
-    matrices = []
-    for p in paths:
-        # ndmin=2 keeps a one-event file as a (149, 1) column.
-        matrix = np.loadtxt(p, ndmin=2)
-        if matrix.shape[0] != NUM_ROWS:
-            raise ValueError(
-                f"FI-2010 files have {NUM_ROWS} rows (144 features, 5 label rows); "
-                f"{os.fspath(p)!r} has {matrix.shape[0]}."
-            )
-        matrices.append(matrix)
+    matrices = [_read(p, horizon, features) for p in _paths(path)]
     data = np.concatenate(matrices, axis=1)
     num_events = data.shape[1]
     if window > num_events:
@@ -89,13 +77,52 @@ def load_fi2010(path, horizon=10, window=10, features=40):
             f"received window={window}."
         )
 
-    labels = data[NUM_FEATURES + HORIZONS.index(horizon), window - 1:]
-    if not np.all(np.isin(labels, (1, 2, 3))):
-        bad = np.unique(labels[~np.isin(labels, (1, 2, 3))])[:5]
-        raise ValueError(f"FI-2010 labels are 1, 2 or 3; the horizon-{horizon} row also holds {bad.tolist()}.")
-    y = labels.astype(np.int32) - 1
+    y = data[NUM_FEATURES + HORIZONS.index(horizon), window - 1:].astype(np.int32) - 1
 
     series = data[:features].T.astype(np.float32)  # (events, features)
     views = np.lib.stride_tricks.sliding_window_view(series, window, axis=0)  # (windows, features, window)
     x = np.ascontiguousarray(views.transpose(0, 2, 1))
     return x, y
+
+
+def _paths(path):
+    """The list of file paths `path` names, checked."""
+    paths = [path] if isinstance(path, (str, os.PathLike)) else path
+    if not isinstance(paths, (list, tuple)) or not all(isinstance(p, (str, os.PathLike)) for p in paths):
+        raise ValueError(
+            "Argument `path` must be a file path or a list of file paths; received "
+            f"path={path!r}."
+        )
+    if not paths:
+        raise ValueError("Argument `path` must name at least one file; received an empty list.")
+    return paths
+
+
+def _read(path, horizon, features):
+    """One file's (149, events) matrix; every problem names the file."""
+    name = os.fspath(path)
+    try:
+        # ndmin=2 keeps a one-event file as a (149, 1) column.
+        matrix = np.loadtxt(path, ndmin=2)
+    except ValueError as error:
+        raise ValueError(f"FI-2010 file {name!r} is not a matrix of numbers: {error}") from None
+    if matrix.shape[0] != NUM_ROWS:
+        raise ValueError(
+            f"FI-2010 files have {NUM_ROWS} rows (144 features, 5 label rows); "
+            f"{name!r} has {matrix.shape[0]}."
+        )
+    finite = np.isfinite(matrix[:features])
+    if not finite.all():
+        row, event = np.argwhere(~finite)[0]
+        raise ValueError(
+            f"FI-2010 file {name!r} has a feature that is not finite "
+            f"({matrix[row, event]}) at row {row}, event {event}."
+        )
+    labels = matrix[NUM_FEATURES + HORIZONS.index(horizon)]
+    if not np.all(np.isin(labels, (1, 2, 3))):
+        bad = np.unique(labels[~np.isin(labels, (1, 2, 3))])[:5]
+        raise ValueError(
+            f"FI-2010 labels are 1, 2 or 3; the horizon-{horizon} row of {name!r} also "
+            f"holds {bad.tolist()}."
+        )
+    return matrix

@@ -20,6 +20,8 @@ the reference; `count_from="farthest"` makes n = 0 the farthest vector.
 
 import numpy as np
 
+from keras_relrec.utils import validation
+
 PAPER = {"num_objects": 8, "num_features": 16}
 REDUCED = {"num_objects": 4, "num_features": 4}
 
@@ -27,7 +29,9 @@ REDUCED = {"num_objects": 4, "num_features": 4}
 def nth_farthest(num_examples, num_objects=8, num_features=16, seed=0, count_from="nearest"):
     """Generates examples; deterministic for a given seed.
 
-    `seed` is anything `numpy.random.default_rng` takes (an int, a tuple).
+    `seed` is None, a non-negative int, a sequence of them, or a NumPy
+    `SeedSequence`, `BitGenerator` or `Generator` (what
+    `numpy.random.default_rng` takes).
 
     Returns:
         `(x, y)`: x float32 (num_examples, num_objects, num_features +
@@ -38,11 +42,10 @@ def nth_farthest(num_examples, num_objects=8, num_features=16, seed=0, count_fro
             "Argument `count_from` must be 'nearest' or 'farthest'; received "
             f"count_from={count_from!r}."
         )
-    for name, value in (("num_examples", num_examples), ("num_objects", num_objects),
-                        ("num_features", num_features)):
-        if not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"Argument `{name}` must be a positive integer; received {name}={value!r}.")
-    rng = np.random.default_rng(seed)
+    num_examples = validation.check_positive_int("num_examples", num_examples)
+    num_objects = validation.check_positive_int("num_objects", num_objects)
+    num_features = validation.check_positive_int("num_features", num_features)
+    rng = np.random.default_rng(validation.check_numpy_seed(seed))
     vectors = rng.uniform(-1.0, 1.0, size=(num_examples, num_objects, num_features))
     n = rng.integers(0, num_objects, num_examples)
     m = rng.integers(0, num_objects, num_examples)
@@ -61,3 +64,4 @@ def nth_farthest(num_examples, num_objects=8, num_features=16, seed=0, count_fro
     shuffle = rng.permuted(np.broadcast_to(np.arange(num_objects), (num_examples, num_objects)), axis=1)
     x = np.take_along_axis(x, shuffle[..., None], axis=1)
     return x.astype(np.float32), y
+

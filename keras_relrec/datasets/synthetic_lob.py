@@ -38,6 +38,8 @@ import numbers
 
 import numpy as np
 
+from keras_relrec.utils import validation
+
 TICK = 0.01
 BASE_PRICE = 100.0
 LOG_VOLUME_SD = 0.5
@@ -54,19 +56,20 @@ def synthetic_lob(num_examples, window=10, levels=10, signal=1.0, seed=0):
         signal: Float ≥ 0, how strongly the window foretells the label
             (drift in ticks per signal step, and a proportional volume
             imbalance; see the module docstring). 0 makes it unlearnable.
-        seed: Anything `numpy.random.default_rng` takes (an int, a tuple).
+        seed: None, a non-negative int or a sequence of them (what
+            `numpy.random.default_rng` takes).
 
     Returns:
         `(x, y)`: x float32 (num_examples, window, 4 · levels), y int32
         (num_examples,) with 0 up, 1 stationary, 2 down.
     """
-    for name, value in (("num_examples", num_examples), ("window", window), ("levels", levels)):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"Argument `{name}` must be a positive integer; received {name}={value!r}.")
+    num_examples = validation.check_positive_int("num_examples", num_examples)
+    window = validation.check_positive_int("window", window)
+    levels = validation.check_positive_int("levels", levels)
     if (not isinstance(signal, numbers.Real) or isinstance(signal, bool)
             or not np.isfinite(signal) or signal < 0):
         raise ValueError(f"Argument `signal` must be a finite number ≥ 0; received signal={signal!r}.")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(validation.check_numpy_seed(seed))
     y = rng.integers(0, 3, num_examples).astype(np.int32)
     direction = (1 - y).astype(np.float64)[:, None]  # up +1, stationary 0, down −1
 

@@ -4,6 +4,8 @@ they do in Keras."""
 
 import numbers
 
+import numpy as np
+
 
 def check_positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
@@ -77,3 +79,32 @@ def check_non_negative_float(name, value):
             f"Argument `{name}` must be a non-negative float; received {name}={value!r}."
         )
     return value
+
+
+def check_states_batch(layer, inputs, states):
+    """Raises `ValueError` when a state's batch size differs from the
+    inputs' (where both are known): a state of batch 1 would otherwise be
+    broadcast silently over every sequence."""
+    batch = inputs.shape[0]
+    for k, state in enumerate(states):
+        if batch is not None and state.shape[0] is not None and state.shape[0] != batch:
+            raise ValueError(
+                f"{type(layer).__name__} received states[{k}] of batch size "
+                f"{state.shape[0]} for inputs of batch size {batch}; initial states "
+                "must have the inputs' batch size."
+            )
+
+
+def check_numpy_seed(value):
+    """A seed for `numpy.random.default_rng`: None, a non-negative int or a
+    sequence of them, or a NumPy `SeedSequence`, `BitGenerator` or
+    `Generator`."""
+    if value is None or isinstance(value, (np.random.SeedSequence, np.random.BitGenerator, np.random.Generator)):
+        return value
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if values and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0 for v in values):
+        return value
+    raise ValueError(
+        "Argument `seed` must be None, a non-negative int or a sequence of them; "
+        f"received seed={value!r}."
+    )

@@ -29,6 +29,9 @@ class Entry:
         that have dropout; the checks switch the input and the recurrent
         rate on one at a time.
     bad_rank_match: what the error for an input of the wrong rank says.
+    other_ranks: ranks (batch included) besides the input's that the layer
+        also takes, e.g. feature maps beside sequences.
+    fixed_length: whether the built layer holds to its number of steps.
     fixed_axis: the input axis (of one example, counting the batch) whose
         size the built layer holds to; the checks change it and expect a
         `ValueError`.
@@ -46,6 +49,8 @@ class Entry:
     bad_kwargs: list = dataclasses.field(default_factory=list)
     dropout_kwargs: dict = dataclasses.field(default_factory=dict)
     bad_rank_match: str = "expected"
+    other_ranks: tuple = ()
+    fixed_length: bool = False
     fixed_axis: int = -1
     takes_mask: bool = False
     variant: str = ""
@@ -112,6 +117,7 @@ ENTRIES = [
         ],
         bad_rank_match=r"expects sequences \(batch, steps, features\)",
         takes_mask=True,
+        other_ranks=(4,),
     ),
     Entry(
         layers.BoFQuantizer,
@@ -121,6 +127,7 @@ ENTRIES = [
         variant="histogram",
         bad_rank_match=r"expects sequences \(batch, steps, features\)",
         takes_mask=True,
+        other_ranks=(4,),
     ),
     Entry(
         layers.BoFQuantizer,
@@ -130,6 +137,7 @@ ENTRIES = [
         (4, 4, 3),
         variant="histogram-of-maps",
         bad_rank_match=r"expects sequences \(batch, steps, features\)",
+        other_ranks=(3,),
     ),
     Entry(
         layers.TwoDAttention,
@@ -144,6 +152,7 @@ ENTRIES = [
         bad_rank_match=r"expects inputs \(batch, steps, features\)",
         fixed_axis=1,
         takes_mask=True,
+        fixed_length=True,
     ),
     Entry(
         layers.TwoDAttention,
@@ -165,6 +174,7 @@ ENTRIES = [
             ({"use_bias": "yes"}, "use_bias"),
         ],
         bad_rank_match=r"expects inputs \(batch, time, features\)",
+        fixed_length=True,
     ),
     Entry(
         layers.TABL,
@@ -177,6 +187,7 @@ ENTRIES = [
             ({"units": -2}, "units"),
         ],
         bad_rank_match=r"expects inputs \(batch, time, features\)",
+        fixed_length=True,
     ),
     Entry(
         layers.TABL,
@@ -186,6 +197,7 @@ ENTRIES = [
         (4, 5),
         variant="features-channels-first",
         bad_rank_match=r"expects inputs \(batch, features, time\)",
+        fixed_length=True,
     ),
     Entry(
         layers.RecurrentBoFCell,

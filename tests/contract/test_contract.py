@@ -286,6 +286,68 @@ def test_invalid_input_shapes(entry):
         layer(np.zeros((2,) + tuple(wrong), "float32"))
 
 
+def assert_names_the_shape(error):
+    assert "shape" in str(error) or "ndim" in str(error), str(error)
+
+
+@entries
+def test_call_time_inputs(entry):
+    """Eager calls with inputs of the wrong rank, an empty batch, no steps,
+    integer values or initial states of another batch size: a clear
+    `ValueError`, or the right answer, never a backend error or a silent
+    broadcast."""
+    x = entry.make_input(batch=2)
+    rank = x.ndim
+    wrong_ranks = [bad for bad in (x[:, 0], x[..., None]) if bad.ndim not in entry.other_ranks]
+    # The wrong rank at the first call: the layer's own message.
+    for bad in wrong_ranks:
+        with pytest.raises(ValueError, match=entry.bad_rank_match):
+            entry.make_layer()(bad)
+    layer = entry.make_layer()
+    want = np.asarray(layer(x))
+    # The wrong rank once built. Inside keras.layers.RNN a cell sees one step
+    # at a time: Keras' RNN slices a sequence of one axis too few before the
+    # cell can look at it, and fails in the backend (documented in README).
+    for bad in wrong_ranks:
+        if entry.is_cell and bad.ndim < rank:
+            with pytest.raises(Exception):  # noqa: B017
+                layer(bad)
+        else:
+            with pytest.raises(ValueError) as info:
+                layer(bad)
+            assert_names_the_shape(info.value)
+    # An empty batch.
+    empty = np.asarray(layer(x[:0]))
+    assert empty.shape == (0,) + want.shape[1:]
+    # No steps: refused by the layer, or (where the layer takes any length)
+    # an output of the right shape. keras.layers.RNN itself fails on an
+    # empty sequence, before a cell sees it.
+    if entry.fixed_length:
+        with pytest.raises(ValueError) as info:
+            layer(x[:, :0])
+        assert_names_the_shape(info.value)
+        with pytest.raises(ValueError, match="at least one"):
+            entry.make_layer()(x[:, :0])
+    elif entry.is_cell:
+        with pytest.raises(Exception):  # noqa: B017
+            layer(x[:, :0])
+    elif entry.recurrent:
+        with pytest.raises(ValueError, match="at least one step"):
+            layer(x[:, :0])
+    else:
+        none = np.asarray(layer(x[:, :0]))
+        assert none.shape == tuple(layer.compute_output_shape(x[:, :0].shape))
+        assert np.all(np.isfinite(none))
+    # Integer inputs are features like any other.
+    integers = np.round(x * 2)
+    np.testing.assert_allclose(layer(integers.astype("int32")), layer(integers.astype("float32")), atol=ATOL)
+    # Initial states of another batch size are refused, not broadcast.
+    if entry.recurrent:
+        states = [np.ones((1,) + tuple(s.shape[1:]), "float32") for s in layer.get_initial_state(1)]
+        with pytest.raises(ValueError, match="batch size"):
+            layer(x, initial_state=states)
+
+
 @mask_entries
 def test_masked_steps_change_nothing(entry):
     """What a masked step holds does not reach any valid output, and the

@@ -84,3 +84,31 @@ def test_bad_arguments_and_files(tmp_path, fi2010_file):
     bad_labels[144, 20] = 0
     with pytest.raises(ValueError, match="labels"):
         load_fi2010(write(tmp_path / "bad.txt", bad_labels))
+
+
+def test_every_file_error_names_the_file(tmp_path, fi2010_file):
+    """With a list of files, the message says which file is at fault: a
+    missing one, one that is not a number matrix, bad labels, or features
+    that are not finite (accepted silently before)."""
+    missing = tmp_path / "missing.txt"
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        load_fi2010([fi2010_file, missing])
+    garbled = tmp_path / "garbled.txt"
+    garbled.write_text("1 2 three\n")
+    with pytest.raises(ValueError, match="garbled.txt"):
+        load_fi2010([fi2010_file, garbled])
+    bad_labels = fi2010_matrix(range(NUM_EVENTS))
+    bad_labels[144, 20] = 0
+    with pytest.raises(ValueError, match="labels.*bad_labels.txt"):
+        load_fi2010([fi2010_file, write(tmp_path / "bad_labels.txt", bad_labels)])
+    for value in (np.nan, np.inf):
+        bad_features = fi2010_matrix(range(NUM_EVENTS))
+        bad_features[3, 7] = value
+        with pytest.raises(ValueError, match=r"nan_or_inf.txt.*not finite.*row 3, event 7"):
+            load_fi2010([fi2010_file, write(tmp_path / "nan_or_inf.txt", bad_features)])
+
+
+@pytest.mark.parametrize("path", [None, 3, b"bytes.txt", [None]])
+def test_path_must_be_a_path_or_a_list_of_paths(path):
+    with pytest.raises(ValueError, match="path"):
+        load_fi2010(path)

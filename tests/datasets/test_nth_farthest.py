@@ -72,3 +72,21 @@ def test_tfds_builder_generates_offline(tmp_path, monkeypatch):
     for rows, label in zip(x, y):
         assert got[tuple(rows.ravel())] == label
     assert "paper" in [c.name for c in nth_farthest_builder.NthFarthest.BUILDER_CONFIGS]
+
+
+@pytest.mark.parametrize("name", ["num_examples", "num_objects", "num_features"])
+@pytest.mark.parametrize("value", [True, 2.0, 0, "3"])
+def test_sizes_must_be_positive_ints(name, value):
+    with pytest.raises(ValueError, match=f"`{name}`"):
+        nth_farthest(**{"num_examples": 4, name: value})
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "seven", True, [1, -2]])
+def test_a_bad_seed_is_named(seed):
+    with pytest.raises(ValueError, match="`seed`"):
+        nth_farthest(4, seed=seed)
+
+
+def test_seeds_numpy_takes_still_work():
+    for seed in (0, (1, 2), np.int64(3), None):
+        nth_farthest(2, num_objects=3, num_features=2, seed=seed)

@@ -70,3 +70,9 @@ def test_bad_arguments():
     for signal in (-0.1, float("nan"), "1"):
         with pytest.raises(ValueError, match="signal"):
             synthetic_lob(2, signal=signal)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "seven", True])
+def test_a_bad_seed_is_named(seed):
+    with pytest.raises(ValueError, match="`seed`"):
+        synthetic_lob(4, seed=seed)

@@ -136,6 +136,7 @@ class RecurrentBoFCell(keras.layers.Layer):
         )
 
     def call(self, inputs, states):
+        validation.check_states_batch(self, inputs, states)
         previous = states[0]
         logits = codeword_logits(inputs, self.codebook, self.scales, self.distance, self.epsilon)
         gates = ops.sigmoid(

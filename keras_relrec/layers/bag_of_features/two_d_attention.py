@@ -107,6 +107,12 @@ class TwoDAttention(keras.layers.Layer):
                 f"attended axis); received input of shape {tuple(input_shape)}."
             )
         length = input_shape[self.axis]
+        if length == 0:
+            raise ValueError(
+                f"TwoDAttention(axis={self.axis}) needs at least one "
+                f"{'step' if self.axis == 1 else 'feature'}; received input of shape "
+                f"{tuple(input_shape)}."
+            )
         self.input_spec = keras.layers.InputSpec(ndim=3, axes={self.axis: length})
         initializer = (
             keras.initializers.Constant(1.0 / length) if self.kernel_initializer is None
@@ -145,7 +151,8 @@ class TwoDAttention(keras.layers.Layer):
     def call(self, inputs, mask=None):
         # Masked steps are taken as zeros (their outputs too): whatever they
         # hold never reaches an output or a gradient.
-        inputs = zero_masked(inputs, mask)
+        # Integer inputs are values like any other.
+        inputs = zero_masked(ops.cast(inputs, self.compute_dtype), mask)
         tau = ops.cast(self.tau, self.compute_dtype)
         kernel = ops.cast(self.kernel, self.compute_dtype)
         return two_d_attention(inputs, kernel, tau, self.axis, mask if self.axis == 1 else None)

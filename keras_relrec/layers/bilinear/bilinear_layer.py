@@ -103,9 +103,13 @@ class BilinearLayer(keras.layers.Layer):
                 f"{type(self).__name__} expects inputs {layout} with a known number "
                 f"of steps and features; received input of shape {tuple(input_shape)}."
             )
-        if self.data_format == "channels_last":
-            return input_shape[1], input_shape[2]
-        return input_shape[2], input_shape[1]
+        time, features = input_shape[1:] if self.data_format == "channels_last" else input_shape[:0:-1]
+        if time == 0 or features == 0:
+            raise ValueError(
+                f"{type(self).__name__} needs at least one step and one feature; "
+                f"received input of shape {tuple(input_shape)}."
+            )
+        return time, features
 
     def build(self, input_shape):
         time, features = self._time_and_features(input_shape)

@@ -182,6 +182,7 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
         return 0.0
 
     def call(self, inputs, states, training=False):
+        validation.check_states_batch(self, inputs, states)
         h_tm1, c_tm1 = states[0], states[1]
         if training and self.dropout > 0.0:
             inputs = inputs * self.get_dropout_mask(inputs)

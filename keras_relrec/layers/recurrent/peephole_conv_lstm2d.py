@@ -80,6 +80,7 @@ class PeepholeConvLSTMCell(ConvLSTMCell):
         return ops.transpose(out, (0, 3, 1, 2)) if first else out
 
     def call(self, inputs, states, training=False):
+        validation.check_states_batch(self, inputs, states)
         h_tm1, c_tm1 = states[0], states[1]
         if training and self.dropout > 0.0:
             inputs = inputs * self.get_dropout_mask(inputs)
@@ -286,6 +287,13 @@ class PeepholeConvLSTM2D(keras.layers.ConvLSTM2D):
         self.input_spec = keras.layers.InputSpec(ndim=5, axes={axis: channels})
 
     def call(self, sequences, initial_state=None, mask=None, training=False):
+        if sequences.shape[1] == 0:
+            raise ValueError(
+                "PeepholeConvLSTM2D needs at least one step; received sequences of "
+                f"shape {tuple(sequences.shape)}."
+            )
+        # Integer frames are values like any other (the convolution needs floats).
+        sequences = ops.cast(sequences, self.compute_dtype)
         if mask is not None:
             # `keras.layers.Masking` gives (batch, time, rows, cols) here; a
             # step is padding only when all of its positions are. The JAX

@@ -245,7 +245,7 @@ class RelationalMemoryCell(keras.layers.Layer):
         # Dense layers see 2-D (rows, features) tensors: on TensorFlow a 3-D
         # input would go through a dynamic-shape tensordot whose gradient XLA
         # cannot compile inside the recurrent loop.
-        flat_input = ops.reshape(inputs, (batch * rows_in, -1))
+        flat_input = ops.reshape(inputs, (batch * rows_in, inputs.shape[-1]))
         projected = ops.reshape(self.input_projection(flat_input), (batch, rows_in, d))
         z = ops.reshape(ops.concatenate([memory, projected], axis=1), (batch * count, d))
         attention = []
@@ -272,7 +272,7 @@ class RelationalMemoryCell(keras.layers.Layer):
         else:
             from_memory = self.gate_memory(ops.reshape(ops.tanh(memory), (batch * n, d)))
             from_input = self.gate_input(ops.reshape(projected, (batch, rows_in * d)))
-            gates = ops.reshape(from_memory, (batch, n, -1)) + from_input[:, None]
+            gates = ops.reshape(from_memory, (batch, n, 2 * self.gate_width)) + from_input[:, None]
             input_gate = ops.sigmoid(gates[..., : self.gate_width] + self.input_bias)
             forget_gate = ops.sigmoid(gates[..., self.gate_width :] + self.forget_bias)
             new_memory = input_gate * ops.tanh(candidate) + forget_gate * memory
@@ -280,6 +280,7 @@ class RelationalMemoryCell(keras.layers.Layer):
         return new_memory, [flat, ops.ones_like(states[1])], attention
 
     def call(self, inputs, states):
+        validation.check_states_batch(self, inputs, states)
         _, new_states, _ = self.step(inputs, states)
         return new_states[0], new_states
 
