@@ -38,10 +38,10 @@ def sonnet_variable_names(cell, scope="relational_memory"):
     pairs = [("linear", cell.input_projection)]
     for b, block in enumerate(cell.blocks):
         pairs += [
-            (_suffixed("linear", b + 1), block["qkv"]),
-            (_suffixed("layer_norm", 3 * b), block["qkv_norm"]),
-            (_suffixed("layer_norm", 3 * b + 1), block["attention_norm"]),
-            (_suffixed("layer_norm", 3 * b + 2), block["mlp_norm"]),
+            (_suffixed("linear", b + 1), block.qkv),
+            (_suffixed("layer_norm", 3 * b), block.qkv_norm),
+            (_suffixed("layer_norm", 3 * b + 1), block.attention_norm),
+            (_suffixed("layer_norm", 3 * b + 2), block.mlp_norm),
         ]
     pairs += [(f"mlp/linear_{k}", layer) for k, layer in enumerate(cell.mlp)]
     if cell.gate_style is not None:

@@ -2,6 +2,10 @@
 
 from keras_relrec.ops.codeword_similarity import codeword_logits
 from keras_relrec.ops.masking import masked_mean
+from keras_relrec.ops.masking import masked_softmax
 from keras_relrec.ops.masking import zero_masked
+from keras_relrec.ops.multi_head_attention import merge_heads
+from keras_relrec.ops.multi_head_attention import scaled_dot_product_attention
+from keras_relrec.ops.multi_head_attention import split_heads
 from keras_relrec.ops.two_d_attention import two_d_attention
 from keras_relrec.ops.two_d_attention import two_d_attention_weights

@@ -41,3 +41,21 @@ def masked_mean(x, mask=None, axis=1):
         total = ops.sum(ops.where(mask, x, ops.zeros_like(x)), axis=axis)
         count = ops.sum(ops.cast(mask, x.dtype), axis=axis)
     return total / ops.maximum(count, ops.cast(1.0, x.dtype))
+
+
+def masked_softmax(logits, valid, axis=-1):
+    """Softmax along `axis` over the entries where `valid` is true.
+
+    `valid` is boolean and broadcasts against `logits`. Other entries get
+    exactly zero weight whatever they hold, the softmax is exact whatever
+    the range of the valid logits, and a slice with no valid entry gets all
+    zeros rather than NaN.
+    """
+    valid = ops.cast(valid, "bool")
+    logits = ops.where(valid, logits, ops.zeros_like(logits))
+    # No greater than any valid logit, so the shift is the valid maximum.
+    filler = ops.min(logits)
+    shift = ops.stop_gradient(ops.max(ops.where(valid, logits, filler), axis=axis, keepdims=True))
+    exp = ops.where(valid, ops.exp(ops.minimum(logits - shift, 0.0)), ops.zeros_like(logits))
+    total = ops.sum(exp, axis=axis, keepdims=True)
+    return exp / ops.where(total > 0, total, ops.ones_like(total))

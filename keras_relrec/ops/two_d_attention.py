@@ -3,6 +3,8 @@ bag-of-features family) and `TABL` (the bilinear family)."""
 
 from keras import ops
 
+from keras_relrec.ops.masking import masked_softmax
+
 
 def fixed_diagonal(kernel):
     """W' = W with its diagonal set to 1/L, for a square (L, L) kernel."""
@@ -36,14 +38,7 @@ def two_d_attention_weights(s, kernel, axis, mask=None):
     logits = ops.einsum("brf,rt->btf", s, kernel)
     if valid is None:
         return ops.softmax(logits, axis=1)
-    # A softmax over the valid rows alone: masked rows get exactly no weight
-    # whatever the logits' range, and an all-masked matrix gets zeros
-    # rather than NaN.
-    weights = ops.cast(valid, logits.dtype)
-    shift = ops.max(ops.where(valid, logits, ops.min(logits)), axis=1, keepdims=True)
-    exp = ops.exp(ops.minimum(logits - ops.stop_gradient(shift), 0.0)) * weights
-    total = ops.sum(exp, axis=1, keepdims=True)
-    return exp / ops.where(total > 0, total, ops.ones_like(total))
+    return masked_softmax(logits, valid, axis=1)
 
 
 def two_d_attention(s, kernel, mix, axis, mask=None):

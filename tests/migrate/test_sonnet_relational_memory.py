@@ -127,4 +127,4 @@ def test_reads_a_tf1_checkpoint_file(tmp_path):
     cell = load_sonnet_checkpoint(RelationalMemoryCell(**CONFIG), prefix)
     np.testing.assert_allclose(cell.input_projection.kernel.numpy(), v[f"{S}/linear/w"], rtol=1e-6)
     np.testing.assert_allclose(cell.gate_memory.bias.numpy(), v[f"{S}/linear_4/b"], rtol=1e-6)
-    np.testing.assert_allclose(cell.blocks[1]["mlp_norm"].gamma.numpy(), v[f"{S}/layer_norm_5/gamma"], rtol=1e-6)
+    np.testing.assert_allclose(cell.blocks[1].mlp_norm.gamma.numpy(), v[f"{S}/layer_norm_5/gamma"], rtol=1e-6)

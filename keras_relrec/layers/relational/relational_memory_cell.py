@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_relrec.layers.relational.relational_memory_block import RelationalMemoryBlock
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
@@ -141,21 +142,19 @@ class RelationalMemoryCell(keras.layers.Layer):
                 name=name,
             )
 
-        def layer_norm(name):
-            return keras.layers.LayerNormalization(
-                epsilon=LAYER_NORM_EPSILON, dtype=self.dtype_policy, name=name
-            )
-
         # Created in the reference's order (see keras_relrec.migrate).
         self.input_projection = dense(self.mem_size, "input_projection")
-        qkv_width = self.num_heads * (2 * self.key_size + self.head_size)
         self.blocks = [
-            {
-                "qkv": dense(qkv_width, f"block_{b}_qkv"),
-                "qkv_norm": layer_norm(f"block_{b}_qkv_norm"),
-                "attention_norm": layer_norm(f"block_{b}_attention_norm"),
-                "mlp_norm": layer_norm(f"block_{b}_mlp_norm"),
-            }
+            RelationalMemoryBlock(
+                self.num_heads,
+                self.key_size,
+                self.head_size,
+                epsilon=LAYER_NORM_EPSILON,
+                kernel_initializer=self.kernel_initializer,
+                bias_initializer=self.bias_initializer,
+                dtype=self.dtype_policy,
+                name=f"block_{b}",
+            )
             for b in range(self.num_blocks)
         ]
         self.mlp = [
@@ -183,12 +182,7 @@ class RelationalMemoryCell(keras.layers.Layer):
         rows = 1 if self.input_rows is None else self.input_rows
         self.input_projection.build((None, input_shape[-1]))
         for block in self.blocks:
-            block["qkv"].build((None, self.mem_size))
-            block["qkv_norm"].build(
-                (None, self.num_heads * (2 * self.key_size + self.head_size))
-            )
-            block["attention_norm"].build((None, self.mem_size))
-            block["mlp_norm"].build((None, self.mem_size))
+            block.build((None, None, self.mem_size))
         for layer in self.mlp:
             layer.build((None, self.mem_size))
         if self.gate_style is not None:
@@ -210,24 +204,6 @@ class RelationalMemoryCell(keras.layers.Layer):
             ops.zeros((batch_size, 1), dtype=self.compute_dtype),
         ]
 
-    def _attend(self, block, rows, batch, count, queries):
-        """Multi-head attention over `rows` (batch·count, D): the first
-        `queries` rows of each example attend to all its `count` rows.
-        Returns (batch·queries, D) and the weights (batch, H, queries, count)."""
-        heads, k, v = self.num_heads, self.key_size, self.head_size
-        qkv = block["qkv_norm"](block["qkv"](rows))
-        qkv = ops.transpose(ops.reshape(qkv, (batch, count, heads, 2 * k + v)), (0, 2, 1, 3))
-        # One split, not three slices: its gradient is one concatenation
-        # instead of three zero-padded slices summed, which is most of the
-        # difference without XLA.
-        q, key, value = ops.split(qkv, [k, 2 * k], axis=-1)
-        if queries < count:
-            q = q[:, :, :queries]
-        q = q * ops.cast(k ** -0.5, q.dtype)
-        weights = ops.softmax(ops.matmul(q, ops.swapaxes(key, -1, -2)), axis=-1)
-        attended = ops.transpose(ops.matmul(weights, value), (0, 2, 1, 3))
-        return ops.reshape(attended, (batch * queries, heads * v)), weights
-
     def step(self, inputs, states):
         """One step; returns the new memory (batch, N, D), the new states and
         the attention weights of each block, (batch, heads, N + r, N + r),
@@ -242,30 +218,19 @@ class RelationalMemoryCell(keras.layers.Layer):
         # Not started: the identity memory (a constant the where broadcasts).
         memory = ops.where(started > 0.5, memory, self._identity(memory.dtype)[None])
 
-        # Dense layers see 2-D (rows, features) tensors: on TensorFlow a 3-D
-        # input would go through a dynamic-shape tensordot whose gradient XLA
-        # cannot compile inside the recurrent loop.
+        # Dense layers see 2-D tensors (see RelationalMemoryBlock.call).
         flat_input = ops.reshape(inputs, (batch * rows_in, inputs.shape[-1]))
         projected = ops.reshape(self.input_projection(flat_input), (batch, rows_in, d))
-        z = ops.reshape(ops.concatenate([memory, projected], axis=1), (batch * count, d))
+        z = ops.concatenate([memory, projected], axis=1)
         attention = []
         for index, block in enumerate(self.blocks):
             # Only the memory rows of the last block are kept, and rows are
             # independent after the attention, so the last block computes
             # the input rows' keys and values but nothing else for them.
             queries = n if index == self.num_blocks - 1 else count
-            attended, weights = self._attend(block, z, batch, count, queries)
+            z, weights = block(z, mlp=self.mlp, queries=queries)
             attention.append(weights)
-            if queries < count:
-                z = ops.reshape(ops.reshape(z, (batch, count, d))[:, :n], (batch * n, d))
-            z = block["attention_norm"](z + attended)
-            h = z
-            for k, layer in enumerate(self.mlp):
-                h = layer(h)
-                if k < len(self.mlp) - 1:
-                    h = ops.relu(h)
-            z = block["mlp_norm"](z + h)
-        candidate = ops.reshape(z, (batch, n, d))
+        candidate = z  # (batch, N, D): the memory rows
 
         if self.gate_style is None:
             new_memory = candidate

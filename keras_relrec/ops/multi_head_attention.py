@@ -1,0 +1,45 @@
+"""Scaled dot-product attention of several heads, written once for the
+relational memory core and the attention layers built after it."""
+
+from keras import ops
+
+from keras_relrec.ops.masking import masked_softmax
+
+
+def split_heads(x, num_heads):
+    """(batch, steps, heads · d) → (batch, heads, steps, d)."""
+    batch, steps, width = ops.shape(x)[0], ops.shape(x)[1], x.shape[-1]
+    return ops.transpose(ops.reshape(x, (batch, steps, num_heads, width // num_heads)), (0, 2, 1, 3))
+
+
+def merge_heads(x):
+    """(batch, heads, steps, d) → (batch, steps, heads · d)."""
+    heads, width = x.shape[1], x.shape[-1]
+    x = ops.transpose(x, (0, 2, 1, 3))
+    return ops.reshape(x, (ops.shape(x)[0], ops.shape(x)[1], heads * width))
+
+
+def scaled_dot_product_attention(query, key, value, mask=None, scale=None, return_weights=False):
+    """A = softmax(scale · q kᵀ) over the keys, and A v, for every head.
+
+    Args:
+        query: (batch, heads, queries, d_k).
+        key: (batch, heads, keys, d_k).
+        value: (batch, heads, keys, d_v).
+        mask: Optional boolean tensor broadcastable to (batch, heads,
+            queries, keys), true where a query may attend to a key; a
+            masked key gets exactly no weight, and a query with no key to
+            attend to gets zeros (see `masked_softmax`).
+        scale: Multiplies the queries before the product; default d_k^-½.
+        return_weights: Whether to return A as well.
+
+    Returns:
+        A v, (batch, heads, queries, d_v); with `return_weights`, (A v, A)
+        with A (batch, heads, queries, keys).
+    """
+    if scale is None:
+        scale = query.shape[-1] ** -0.5
+    logits = ops.matmul(query * ops.cast(scale, query.dtype), ops.swapaxes(key, -1, -2))
+    weights = ops.softmax(logits, axis=-1) if mask is None else masked_softmax(logits, mask, axis=-1)
+    attended = ops.matmul(weights, value)
+    return (attended, weights) if return_weights else attended
