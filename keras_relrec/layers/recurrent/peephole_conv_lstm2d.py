@@ -56,6 +56,15 @@ class PeepholeConvLSTMCell(ConvLSTMCell):
                 ),
             )
 
+    def get_initial_state(self, batch_size=None):
+        # The state's spatial shape is known once the layer has seen inputs.
+        if not self.built:
+            raise ValueError(
+                "PeepholeConvLSTM2D has no state shape before it is built: call it on "
+                "sequences, or build it for their shape, first."
+            )
+        return super().get_initial_state(batch_size)
+
     def input_conv(self, x, w, b=None, padding="valid"):
         return self._conv(x, w, self.strides, padding, self.dilation_rate)
 

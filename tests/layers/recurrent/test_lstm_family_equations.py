@@ -318,3 +318,11 @@ def test_peephole_lstm_loads_a_tf_addons_weights_file(tmp_path, data):
     )
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, atol=ATOL)
+
+
+def test_conv_lstm_initial_state_before_build_is_a_clear_error():
+    layer = PeepholeConvLSTM2D(2, 3)
+    with pytest.raises(ValueError, match="before it is built"):
+        layer.get_initial_state(1)
+    layer.build((None, 3, 5, 5, 1))
+    assert [tuple(s.shape) for s in layer.get_initial_state(2)] == [(2, 3, 3, 2)] * 2

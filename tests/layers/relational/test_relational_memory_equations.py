@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from keras_relrec.layers import RelationalMemoryCell
+from keras_relrec.utils import keras_internals
 
 ATOL = 1e-5
 
@@ -23,7 +24,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 def weights_of(cell):
     """The cell's weights by sublayer, float64."""
     w = {}
-    for layer in cell._flatten_layers(include_self=False):
+    for layer in keras_internals.sublayers(cell):
         w[layer.name] = [v.numpy().astype("float64") for v in layer.weights]
     return w
 

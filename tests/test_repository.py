@@ -1,0 +1,43 @@
+"""Repository rules a reviewer would otherwise check by hand."""
+
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).parent.parent
+INTERNALS = ROOT / "keras_relrec" / "utils" / "keras_internals.py"
+# Keras' private modules, and the private attributes of Keras objects the
+# package reads.
+PRIVATE = re.compile(
+    r"^\s*(from|import)\s+keras\.src|\._(flatten_layers|functional|keras_history|nodes_by_depth"
+    r"|run_through_graph|call_has_training_arg|inbound_nodes|keras_mask)\b"
+)
+
+
+def python_files():
+    for folder in ("keras_relrec", "tests", "tutorials", "benchmarks"):
+        yield from (ROOT / folder).rglob("*.py")
+    yield ROOT / "keras_relrec_cli.py"
+    yield ROOT / "setup.py"
+
+
+def test_keras_private_api_is_used_in_one_module_only():
+    """Moving to the next Keras is then the work of keras_internals.py."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in python_files()
+        if path != INTERNALS and path != pathlib.Path(__file__)
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if PRIVATE.search(line)
+    ]
+    assert not offenders, offenders
+
+
+def test_layers_use_keras_ops_not_tensorflow():
+    """Layer code runs on every backend; TensorFlow lives in export/ only."""
+    offenders = [
+        str(path.relative_to(ROOT))
+        for folder in ("layers", "ops", "constraints", "utils", "models")
+        for path in (ROOT / "keras_relrec" / folder).rglob("*.py")
+        if re.search(r"^\s*(import tensorflow|from tensorflow)", path.read_text(), flags=re.M)
+    ]
+    assert not offenders, offenders
