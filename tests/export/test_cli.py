@@ -51,28 +51,23 @@ def test_export_and_inspect(saved, capsys):
     assert "_state_0" in out and "_state_1" in out and "FULLY_CONNECTED" in out
 
 
-def test_export_quantized_with_calibration(saved, capsys, tmp_path):
-    data = tmp_path / "calibration.npy"
-    np.save(data, np.random.default_rng(0).normal(size=(8, 5, 3)).astype("float32"))
+def calibration_file(folder, model):
+    """A .npy array for the one-input model, a .npz by input name for the other."""
+    rng = np.random.default_rng(1)
+    if model == "ok.keras":
+        np.save(folder / "calibration.npy", rng.normal(size=(8, 5, 3)).astype("float32"))
+        return folder / "calibration.npy"
+    np.savez(folder / "calibration.npz", left=rng.normal(size=(6, 5, 3)).astype("float32"),
+             right=rng.normal(size=(6, 5, 2)).astype("float32"))
+    return folder / "calibration.npz"
+
+
+@pytest.mark.parametrize("model", ["ok.keras", "two_inputs.keras"])
+def test_export_quantized_with_calibration(saved, capsys, tmp_path, model):
     out_path = tmp_path / "int8.tflite"
     code, out, err = run(
-        ["export", str(saved / "ok.keras"), "--tflite", str(out_path), "--quantize", "int8",
-         "--calibration", str(data)],
-        capsys,
-    )
-    assert code == 0, err
-    assert out_path.stat().st_size > 0
-
-
-def test_int8_calibration_of_a_model_with_two_inputs(saved, capsys, tmp_path):
-    rng = np.random.default_rng(1)
-    data = tmp_path / "calibration.npz"
-    np.savez(data, left=rng.normal(size=(6, 5, 3)).astype("float32"),
-             right=rng.normal(size=(6, 5, 2)).astype("float32"))
-    out_path = tmp_path / "two.tflite"
-    code, out, err = run(
-        ["export", str(saved / "two_inputs.keras"), "--tflite", str(out_path), "--quantize", "int8",
-         "--calibration", str(data)],
+        ["export", str(saved / model), "--tflite", str(out_path), "--quantize", "int8",
+         "--calibration", str(calibration_file(tmp_path, model))],
         capsys,
     )
     assert code == 0, err

@@ -16,6 +16,7 @@ from keras_relrec.export import plan_export
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
 from keras_relrec.layers import PeepholeLSTMCell
+from tests.export.test_tflite_export import stream_saved_model
 
 ATOL = 1e-5
 
@@ -89,13 +90,7 @@ def test_saved_model_step_through_the_protocol(tmp_path):
     export_saved_model(model, tmp_path / "sm")
     loaded = tf.saved_model.load(str(tmp_path / "sm"))
     x = np.random.default_rng(1).normal(size=(3, 6, 3)).astype("float32")
-    states = loaded.initial_state(tf.constant(3))
-    outputs = []
-    for t in range(x.shape[1]):
-        result = loaded.step({"sequence": x[:, t], **states})
-        outputs.append(result["output"])
-        states = {k: result[k] for k in states}
-    np.testing.assert_allclose(np.stack(outputs, 1), model.predict(x, verbose=0), atol=ATOL)
+    np.testing.assert_allclose(stream_saved_model(loaded, x), model.predict(x, verbose=0), atol=ATOL)
     # A state of another batch size is refused, not broadcast.
     bad = {**loaded.initial_state(tf.constant(3)), "conv_window": np.zeros((1, 2, 3), "float32")}
     with pytest.raises(tf.errors.InvalidArgumentError, match="conv_window"):

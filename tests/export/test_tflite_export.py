@@ -160,13 +160,20 @@ def test_saved_model_has_serve_and_step(tmp_path):
     x = make_input(model, 3, 6)
     serve = loaded.serve({"sequence": x})["output"]
     np.testing.assert_allclose(serve, model.predict(x, verbose=0), atol=ATOL)
-    states = loaded.initial_state(tf.constant(3))
+    np.testing.assert_allclose(stream_saved_model(loaded, x), serve, atol=ATOL)
+
+
+def stream_saved_model(loaded, x):
+    """Feeds `x` frame by frame through a loaded SavedModel's `step`."""
+    import tensorflow as tf
+
+    states = loaded.initial_state(tf.constant(x.shape[0]))
     outputs = []
     for t in range(x.shape[1]):
         result = loaded.step({"sequence": x[:, t], **states})
         outputs.append(result["output"])
         states = {k: result[k] for k in states}
-    np.testing.assert_allclose(np.stack(outputs, 1), serve, atol=ATOL)
+    return np.stack(outputs, 1)
 
 
 @pytest.mark.parametrize("quantize", ["float16", "dynamic_int8", "int8"])
