@@ -238,7 +238,7 @@ def step_variants(model, exports, frames, args):
                    if isinstance(path, pathlib.Path) else f"export failed: {path}")
         variants.append(dict(name="LiteRT `step` signature (`export_tflite(streaming=True)`)",
                              quantize=label(quantize), sampler=sampler, note=""))
-    variants.append(dict(name="TF `tf.function(endpoints.step_fn(model))`",
+    variants.append(dict(name="TF `tf.function(endpoints.step_fn(plan))`",
                          quantize="float32", sampler=tf_step_sampler(model, frames), note=""))
     one_frame = frames[0][:, None]
     variants.append(dict(
@@ -264,7 +264,7 @@ def sequence_variants(model, exports, x, args):
     serve = tf.function(endpoints.serve_fn(plan_export(model)))
     keras_loop = tf.function(model)
     variants += [
-        dict(name="TF `tf.function(endpoints.serve_fn(model))`", quantize="float32",
+        dict(name="TF `tf.function(endpoints.serve_fn(plan))`", quantize="float32",
              sampler=plain_sampler(lambda: serve({INPUT_NAME: x_tf})["output"].numpy()),
              note="keras_relrec's builtins-only loop"),
         dict(name="TF `tf.function(model)`", quantize="float32",

@@ -33,7 +33,8 @@ def load_japanese_vowels(split="train", max_length=None):
         from aeon.datasets import load_japanese_vowels as load
     except ImportError as error:
         raise ImportError(
-            "load_japanese_vowels needs aeon: pip install 'keras_relrec[datasets]'"
+            "load_japanese_vowels needs aeon: install keras_relrec's `datasets` extra "
+            "(pip install -e '.[datasets]' in a checkout)"
         ) from error
     series, labels = load(split=split)
     lengths = np.array([s.shape[1] for s in series], np.int32)

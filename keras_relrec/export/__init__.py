@@ -23,6 +23,16 @@ builtins-only loop), `model_graph.py` (walking and running a model's graph),
 command).
 """
 
+try:
+    import ai_edge_litert  # noqa: F401
+    import tensorflow  # noqa: F401
+except ImportError as error:
+    raise ImportError(
+        f"keras_relrec.export needs TensorFlow and LiteRT ({error.name} is missing): install "
+        "keras_relrec's `export` extra beside its `tensorflow` or `tensorflow-cpu` extra "
+        "(pip install -e '.[tensorflow-cpu,export]' in a checkout)"
+    ) from error
+
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.export_plan import ExportPlan
 from keras_relrec.export.export_plan import plan_export

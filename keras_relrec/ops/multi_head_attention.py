@@ -6,17 +6,23 @@ from keras import ops
 from keras_relrec.ops.masking import masked_softmax
 
 
+def _steps(x):
+    # The static length where there is one: no shape op in the graph.
+    return x.shape[-2] if x.shape[-2] is not None else ops.shape(x)[-2]
+
+
 def split_heads(x, num_heads):
     """(batch, steps, heads · d) → (batch, heads, steps, d)."""
-    batch, steps, width = ops.shape(x)[0], ops.shape(x)[1], x.shape[-1]
-    return ops.transpose(ops.reshape(x, (batch, steps, num_heads, width // num_heads)), (0, 2, 1, 3))
+    # -1 for the batch: defined even for an empty batch, since the other
+    # sizes are not zero.
+    x = ops.reshape(x, (-1, _steps(x), num_heads, x.shape[-1] // num_heads))
+    return ops.transpose(x, (0, 2, 1, 3))
 
 
 def merge_heads(x):
     """(batch, heads, steps, d) → (batch, steps, heads · d)."""
-    heads, width = x.shape[1], x.shape[-1]
-    x = ops.transpose(x, (0, 2, 1, 3))
-    return ops.reshape(x, (ops.shape(x)[0], ops.shape(x)[1], heads * width))
+    heads, steps, width = x.shape[1], _steps(x), x.shape[-1]
+    return ops.reshape(ops.transpose(x, (0, 2, 1, 3)), (-1, steps, heads * width))
 
 
 def scaled_dot_product_attention(query, key, value, mask=None, scale=None, return_weights=False):

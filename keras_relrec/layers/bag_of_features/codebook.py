@@ -32,7 +32,8 @@ def kmeans_codebook(data, num_codewords, sample_size=100_000, seed=None, mask_va
         from sklearn.cluster import KMeans
     except ImportError as error:
         raise ImportError(
-            "Codebook initialisation needs scikit-learn: pip install 'keras_relrec[kmeans]'"
+            "Codebook initialisation needs scikit-learn: install keras_relrec's `kmeans` "
+            "extra (pip install -e '.[kmeans]' in a checkout)"
         ) from error
     sample_size = validation.check_positive_int("sample_size", sample_size)
     n_init = validation.check_positive_int("n_init", n_init)

@@ -73,23 +73,25 @@ class RelationalMemoryBlock(keras.layers.Layer):
         self.mlp_norm.build((None, width))
 
     def call(self, rows, mlp, queries=None):
-        batch, count, width = ops.shape(rows)[0], rows.shape[1], rows.shape[2]
+        count, width = rows.shape[1], rows.shape[2]
         queries = count if queries is None else queries
         k = self.key_size
         # Dense layers see 2-D (rows, features) tensors: on TensorFlow a 3-D
         # input would go through a dynamic-shape tensordot whose gradient XLA
-        # cannot compile inside the recurrent loop.
-        flat = ops.reshape(rows, (batch * count, width))
+        # cannot compile inside the recurrent loop. Reshapes use -1 for the
+        # batch, so the loop's graph has no shape ops (an empty batch works:
+        # every other size is known and not zero).
+        flat = ops.reshape(rows, (-1, width))
         qkv = self.qkv_norm(self.qkv(flat))
-        qkv = split_heads(ops.reshape(qkv, (batch, count, self.qkv.units)), self.num_heads)
+        qkv = split_heads(ops.reshape(qkv, (-1, count, self.qkv.units)), self.num_heads)
         # One split, not three slices: its gradient is one concatenation
         # instead of three zero-padded slices summed.
         q, key, value = ops.split(qkv, [k, 2 * k], axis=-1)
         if queries < count:
             q = q[:, :, :queries]
-            flat = ops.reshape(rows[:, :queries], (batch * queries, width))
+            flat = ops.reshape(rows[:, :queries], (-1, width))
         attended, weights = scaled_dot_product_attention(q, key, value, scale=k**-0.5, return_weights=True)
-        attended = ops.reshape(merge_heads(attended), (batch * queries, self.num_heads * self.head_size))
+        attended = ops.reshape(merge_heads(attended), (-1, self.num_heads * self.head_size))
         z = self.attention_norm(flat + attended)
         h = z
         for index, layer in enumerate(mlp):
@@ -97,7 +99,7 @@ class RelationalMemoryBlock(keras.layers.Layer):
             if index < len(mlp) - 1:
                 h = ops.relu(h)
         z = self.mlp_norm(z + h)
-        return ops.reshape(z, (batch, queries, width)), weights
+        return ops.reshape(z, (-1, queries, width)), weights
 
     def compute_output_shape(self, input_shape, queries=None):
         batch, count, width = input_shape
