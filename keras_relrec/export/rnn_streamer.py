@@ -1,9 +1,20 @@
 """`keras.layers.RNN` as a stateful layer of the export protocol."""
 
+import keras
 import tensorflow as tf
+from keras import tree
 
 from keras_relrec.export import recurrent_loop
 from keras_relrec.export.export_error import ExportError
+from keras_relrec.utils import keras_internals
+
+# Cells whose output is their first state (h), as Keras' loops assume.
+FIRST_STATE_OUTPUT_CELLS = (
+    keras.layers.LSTMCell,
+    keras.layers.GRUCell,
+    keras.layers.SimpleRNNCell,
+    keras_internals.ConvLSTMCell,
+)
 
 
 class RNNStreamer:
@@ -11,11 +22,13 @@ class RNNStreamer:
     `LSTM`, `GRU`, ...) one step at a time; see `stateful_protocol`.
 
     States: the cell's flat states, named `state_<k>` in the order of the
-    layer's Keras states (for an LSTM, 0 is h and 1 is c), and, when a mask
-    reaches the layer, `output`: its previous output, which a masked step
-    repeats. Keras' TensorFlow loop repeats the layer's real previous output
-    (zeros before the first step); for stacked cells that is the last cell's
-    output, not the first state, so it is carried rather than guessed.
+    layer's Keras states (for an LSTM, 0 is h and 1 is c). A masked step
+    repeats the layer's real previous output, as Keras' TensorFlow loop does
+    (zeros before the first step). For a cell whose output is its first
+    state — Keras' cells, and any cell that sets `output_is_first_state =
+    True`, as all of keras_relrec's do — that output is already a state: the
+    last cell's first state, in a stack. For any other cell reached by a
+    mask, the previous output is carried as one more state, `output`.
 
     Args:
         layer: The `keras.layers.RNN`.
@@ -25,7 +38,8 @@ class RNNStreamer:
 
     def __init__(self, layer, input_shape, masked):
         self.layer = layer
-        self.holds_output = masked and not layer.zero_output_for_mask
+        self.output_index = _output_state_index(layer)
+        self.holds_output = masked and not layer.zero_output_for_mask and self.output_index is None
         shape = layer.compute_output_shape(tuple(input_shape))
         if layer.return_state:
             shape = shape[0]
@@ -65,6 +79,8 @@ class RNNStreamer:
                 held = tf.zeros_like(output)
             elif self.holds_output:
                 held = states[-1]
+            elif self.output_index is not None:
+                held = states[self.output_index]
             else:
                 raise ExportError(
                     f"layer '{self.layer.name}' receives a mask that the export plan did not "
@@ -78,3 +94,15 @@ class RNNStreamer:
         if self.layer.return_sequences:
             output = output[:, None]
         return output, new_states
+
+
+def _output_state_index(layer):
+    """The flat index of the state that equals the layer's output, or None
+    when the cell (the last one of a stack) is not known to keep it there."""
+    cell = layer.cell
+    last, before = cell, []
+    if isinstance(cell, keras.layers.StackedRNNCells):
+        last, before = cell.cells[-1], layer.get_initial_state(1)[:-1]
+    if isinstance(last, FIRST_STATE_OUTPUT_CELLS) or getattr(last, "output_is_first_state", False):
+        return len(tree.flatten(before))
+    return None

@@ -49,6 +49,13 @@ at each layer of the model's graph and asks one of three questions:
    A layer may also define `streaming_refusal() -> str | None`, a reason not
    to stream in its current configuration (None: it can).
 
+   A cell inside `keras.layers.RNN` needs nothing of this: the RNN streams
+   with its cell's states. If the cell's output is its first state, as for
+   Keras' cells, it says so with `output_is_first_state = True` (all of
+   keras_relrec's cells do); then a masked frame repeats that state, as
+   Keras' loops do, and no state is added. For any other cell behind a
+   mask, the export carries the previous output as one more state.
+
    In sequence mode (`serve`) the layer runs its own `call`, which must
    convert to TFLite builtins; `keras.layers.RNN` and `Bidirectional` run
    in the export's builtins-only loop instead (`recurrent_loop.py`).

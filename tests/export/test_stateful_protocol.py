@@ -126,14 +126,51 @@ def test_a_stateful_layer_called_twice_cannot_stream():
         plan_export(model).require_streaming()
 
 
-def test_a_masked_stack_holds_its_real_previous_output():
-    """A masked frame repeats the stack's output, the last cell's, which the
-    plan carries as a state of its own."""
+def test_a_masked_stack_holds_its_real_previous_output(tmp_path):
+    """A masked frame repeats the stack's output, the last cell's: for cells
+    whose output is their first state, the last cell's first state; no
+    state is added."""
     inputs = keras.Input((None, 3), name="sequence")
     masked = keras.layers.Masking(0.0)(inputs)
     stack = keras.layers.RNN([keras.layers.LSTMCell(4), keras.layers.GRUCell(3)],
                              return_sequences=True, name="stack")
     plan = plan_export(keras.Model(inputs, stack(masked)))
-    specs = plan.state_specs()
-    assert list(specs) == ["stack_state_0", "stack_state_1", "stack_state_2", "stack_output"]
-    assert tuple(specs["stack_output"].shape) == (None, 3)
+    assert list(plan.state_specs()) == ["stack_state_0", "stack_state_1", "stack_state_2"]
+
+
+@keras.saving.register_keras_serializable(package="keras_relrec_tests")
+class DoubledOutputCell(keras.layers.Layer):
+    """h_t = tanh(x_t W + h_{t−1} U), output 2 h_t: the output is not the
+    state, so a masked frame must repeat 2 h, not h."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units, self.state_size, self.output_size = units, [units], units
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel")
+        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units), name="recurrent_kernel")
+
+    def call(self, inputs, states):
+        h = ops.tanh(ops.matmul(inputs, self.kernel) + ops.matmul(states[0], self.recurrent_kernel))
+        return 2.0 * h, [h]
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
+def test_a_masked_cell_whose_output_is_not_its_state_carries_its_output(tmp_path):
+    inputs = keras.Input((None, 3), name="sequence")
+    masked = keras.layers.Masking(0.0)(inputs)
+    rnn = keras.layers.RNN(DoubledOutputCell(4), return_sequences=True, name="doubled")
+    model = keras.Model(inputs, rnn(masked))
+    specs = plan_export(model).state_specs()
+    assert list(specs) == ["doubled_state_0", "doubled_output"]
+    assert tuple(specs["doubled_output"].shape) == (None, 4)
+    export_tflite(model, tmp_path / "step.tflite", streaming=True)
+    x = np.random.default_rng(3).normal(size=(3, 8, 3)).astype("float32")
+    x[0, -2:] = 0.0
+    x[2, 1] = 0.0
+    np.testing.assert_allclose(
+        run_streaming(tmp_path / "step.tflite", x)["output"], model.predict(x, verbose=0), atol=ATOL
+    )

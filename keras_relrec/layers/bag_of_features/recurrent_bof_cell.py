@@ -77,6 +77,9 @@ class RecurrentBoFCell(keras.layers.Layer):
     (2, 5)
     """
 
+    # s_j, the output, is states[0] (see keras_relrec.export.rnn_streamer).
+    output_is_first_state = True
+
     def __init__(
         self,
         num_codewords,

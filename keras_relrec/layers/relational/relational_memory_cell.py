@@ -90,6 +90,10 @@ class RelationalMemoryCell(keras.layers.Layer):
     (3, 64)
     """
 
+    # The flat memory, the output, is states[0] (see
+    # keras_relrec.export.rnn_streamer).
+    output_is_first_state = True
+
     def __init__(
         self,
         mem_slots,
