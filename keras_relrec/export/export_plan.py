@@ -88,7 +88,8 @@ class StatefulNode:
 class ExportPlan:
     """What exporting `model` needs; build it with `plan_export(model)`.
 
-    input_specs: {signature name: symbolic `keras.Input` tensor}, in order.
+    model: the model.
+    inputs: {signature name: symbolic `keras.Input` tensor}, in order.
     num_outputs: how many output tensors the model returns.
     recurrent: the layers that run in the builtins-only loop in sequence
         mode (`keras.layers.RNN`, `Bidirectional`).

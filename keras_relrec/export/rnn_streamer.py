@@ -45,10 +45,6 @@ class RNNStreamer:
             shape = shape[0]
         self.output_shape = tuple(shape[2:] if layer.return_sequences else shape[1:])
 
-    @property
-    def name(self):
-        return self.layer.name
-
     def streaming_refusal(self):
         return recurrent_loop.streaming_refusal(self.layer)
 
@@ -87,7 +83,7 @@ class RNNStreamer:
                     "find in the model's graph; pass the mask through keras.layers.Masking or "
                     "Embedding(mask_zero=True)"
                 )
-            output = recurrent_loop.where(mask_t, output, held)
+            output = recurrent_loop.where(mask_t, output, tf.cast(held, output.dtype))
             new_states = [recurrent_loop.where(mask_t, n, s) for n, s in zip(new_states, cell_states)]
         if self.holds_output:
             new_states.append(output)
