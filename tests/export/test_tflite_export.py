@@ -213,6 +213,8 @@ def test_bad_arguments(tmp_path):
         export_tflite(model, tmp_path / "x.tflite", quantize="int4")
     with pytest.raises(ValueError, match="representative_data"):
         export_tflite(model, tmp_path / "x.tflite", quantize="int8")
+    with pytest.raises(ValueError, match="streaming"):
+        export_saved_model(model, tmp_path / "sm", streaming="yes")
     with pytest.raises(ExportError, match="unroll"):
         export_tflite(
             keras.Sequential([keras.Input((5, D)), keras.layers.LSTM(2, unroll=True)]),

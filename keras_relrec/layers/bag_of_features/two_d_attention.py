@@ -150,8 +150,7 @@ class TwoDAttention(keras.layers.Layer):
 
     def call(self, inputs, mask=None):
         # Masked steps are taken as zeros (their outputs too): whatever they
-        # hold never reaches an output or a gradient.
-        # Integer inputs are values like any other.
+        # hold never reaches an output or a gradient. Integers are values.
         inputs = zero_masked(ops.cast(inputs, self.compute_dtype), mask)
         tau = ops.cast(self.tau, self.compute_dtype)
         kernel = ops.cast(self.kernel, self.compute_dtype)
