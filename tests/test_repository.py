@@ -41,3 +41,12 @@ def test_layers_use_keras_ops_not_tensorflow():
         if re.search(r"^\s*(import tensorflow|from tensorflow)", path.read_text(), flags=re.M)
     ]
     assert not offenders, offenders
+
+
+def test_constraints_pin_registry_releases_only():
+    """Every line of constraints.txt is `name==version`: a local file or a
+    URL installs on the machine that wrote it and nowhere else."""
+    lines = [line.strip() for line in (ROOT / "constraints.txt").read_text().splitlines()]
+    pins = [line for line in lines if line and not line.startswith("#")]
+    offenders = [line for line in pins if not re.fullmatch(r"[A-Za-z0-9._-]+(\[[^\]]*\])?==[A-Za-z0-9.+!_-]+", line)]
+    assert pins and not offenders, offenders
