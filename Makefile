@@ -11,7 +11,7 @@ INSTALL_INPUTS := setup.py pyproject.toml constraints.txt
 # two cores.
 WORKERS ?= 2
 
-.PHONY: demo test lint test-slow bench clean
+.PHONY: demo test lint test-slow test-parity bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,17 @@ test: lint
 test-slow: $(VENV)/.installed-test
 	$(PY) -m pytest -q -p no:cacheprovider -m slow
 
+# Parity with HuggingFace's TransfoXL, live: a second environment with
+# torch and transformers 4.35.0 regenerates the committed golden arrays.
+REFERENCE := .venv-reference
+$(REFERENCE)/.installed:
+	$(PYTHON) -m venv $(REFERENCE)
+	$(REFERENCE)/bin/python -m pip --disable-pip-version-check -q install torch==2.13.0 transformers==4.35.0 numpy
+	touch $@
+
+test-parity: $(VENV)/.installed-test $(REFERENCE)/.installed
+	REFERENCE_PYTHON=$(REFERENCE)/bin/python $(PY) -m pytest -q -p no:cacheprovider tests/migrate/test_hf_transfo_xl.py
+
 # Every benchmark, each rewriting its section of benchmarks/RESULTS.md
 # (about 15 minutes on 2 cores).
 bench: $(VENV)/.installed-test
@@ -48,4 +59,4 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_tabl.py
 
 clean:
-	rm -rf $(VENV) demo_output build *.egg-info
+	rm -rf $(VENV) $(REFERENCE) demo_output build *.egg-info

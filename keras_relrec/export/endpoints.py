@@ -2,9 +2,12 @@
 
 - `serve`: whole sequences in, the model's outputs out, computed with the
   builtins-only recurrent loop. Batch and (by default) time are dynamic.
-- `step`: one time step and every stateful layer's states in, the output
-  for that step and the new states out, by name.
+- `step`: one time step (or one chunk of `plan.chunk_length` steps, for
+  layers that step by chunks) and every stateful layer's states in, the
+  output for that step (chunk) and the new states out, by name.
 - `initial_state`: a batch size in, every state at the start of a stream.
+- `chunk_length` (only for a step that takes chunks): no input, the
+  number of steps of a chunk out.
 
 State tensors are named `<layer name>_<state>`: `<layer name>_state_<k>` for
 the states of a recurrent layer in the order of its Keras states (for an
@@ -82,7 +85,7 @@ def step_fn(plan, check_batch=False):
 
         output = model_graph.run(
             plan.model,
-            frame[:, None],
+            frame[:, None] if plan.chunk_length is None else frame,
             lambda op: step_call(nodes[id(op)]) if id(op) in nodes else None,
         )
         if plan.keeps_time_axis:
@@ -129,6 +132,13 @@ def add_endpoints(archive, plan, *, sequence=True, streaming=False, dynamic_leng
             initial_state_fn(plan),
             input_signature=[tf.TensorSpec((), tf.int32, name="batch_size")],
         )
+        if plan.chunk_length is not None:
+            # Says the step takes chunks, and how long (runners read it).
+            archive.add_endpoint(
+                "chunk_length",
+                lambda: {"chunk_length": tf.constant(plan.chunk_length, tf.int32)},
+                input_signature=[],
+            )
     return archive
 
 

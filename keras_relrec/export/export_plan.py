@@ -96,6 +96,9 @@ class ExportPlan:
     stateful: the `StatefulNode`s in execution order.
     streaming_refusal: why the model cannot stream frame by frame, naming
         the layer at fault, or None when it can.
+    chunk_length: None when the step takes one frame; L when its stateful
+        layers step by chunks of L frames (`streaming_chunk_length`, e.g.
+        a Transformer-XL segment): the step then takes and returns L frames.
     """
 
     model: object
@@ -104,6 +107,7 @@ class ExportPlan:
     recurrent: tuple
     stateful: tuple
     streaming_refusal: str | None
+    chunk_length: int | None = None
 
     @property
     def can_stream(self):
@@ -117,7 +121,7 @@ class ExportPlan:
     def keeps_time_axis(self):
         """Whether the step output keeps a time axis of one, which the step
         signature drops: when every stateful layer keeps it."""
-        return all(node.keeps_time_axis for node in self.stateful)
+        return self.chunk_length is None and all(node.keeps_time_axis for node in self.stateful)
 
     def stateful_node(self, layer):
         return next(node for node in self.stateful if node.layer is layer)
@@ -133,10 +137,12 @@ class ExportPlan:
         return specs
 
     def frame_specs(self):
-        """{name: TensorSpec} of one frame (the time axis dropped)."""
+        """{name: TensorSpec} of one frame (the time axis dropped), or of one
+        chunk of `chunk_length` frames."""
         self.require_streaming()
         ((name, tensor),) = self.inputs.items()
-        return {name: tf.TensorSpec([None] + list(tensor.shape[2:]), tensor.dtype, name=name)}
+        steps = [] if self.chunk_length is None else [self.chunk_length]
+        return {name: tf.TensorSpec([None] + steps + list(tensor.shape[2:]), tensor.dtype, name=name)}
 
     def state_specs(self):
         """{state name: TensorSpec} of every stateful layer, in order."""
@@ -193,6 +199,16 @@ def plan_export(model):
             f"model '{model.name}' has several inputs or outputs; streaming needs "
             "one sequence input and one output"
         )
+    chunks = {getattr(node.streamer, "streaming_chunk_length", None) for node in stateful}
+    if len(chunks) > 1:
+        steps = ", ".join(
+            f"'{node.layer.name}' by {getattr(node.streamer, 'streaming_chunk_length', None) or 1}"
+            for node in stateful
+        )
+        model_refusals.append(
+            f"the stateful layers of model '{model.name}' step by different numbers of frames "
+            f"({steps}); a streaming step takes one chunk for all"
+        )
     # A layer that cannot stream is the most useful thing to name first.
     reasons = [r for r in refusals + model_refusals if r is not None]
     return ExportPlan(
@@ -202,6 +218,7 @@ def plan_export(model):
         recurrent=tuple(recurrent),
         stateful=tuple(stateful),
         streaming_refusal=reasons[0] if reasons else None,
+        chunk_length=next(iter(chunks)) if len(chunks) == 1 else None,
     )
 
 

@@ -80,7 +80,9 @@ def run_sequence(path_or_content, inputs):
 
 
 def run_streaming(path_or_content, inputs, states=None):
-    """Feeds `inputs` frame by frame through the `step` signature.
+    """Feeds `inputs` frame by frame (or chunk by chunk, for a step that
+    takes a chunk of L frames: then the length must be a multiple of L)
+    through the `step` signature.
 
     Args:
         path_or_content: A streaming `.tflite` path, its bytes, or an
@@ -99,7 +101,19 @@ def run_streaming(path_or_content, inputs, states=None):
     details = step.get_input_details()
     state_names = [n for n in details if n in step.get_output_details()]
     (frame_name,) = set(details) - set(state_names)
-    inputs = _checked(frame_name, inputs, details[frame_name], time_axis=True)
+    signature = details[frame_name]["shape_signature"]
+    chunk = None
+    if "chunk_length" in interpreter.get_signature_list():
+        chunk = int(interpreter.get_signature_runner("chunk_length")()["chunk_length"])
+    if chunk is None:
+        inputs = _checked(frame_name, inputs, details[frame_name], time_axis=True)
+    else:
+        inputs = _checked(frame_name, inputs, {**details[frame_name], "shape_signature": [-1, -1, *signature[2:]]})
+        if inputs.shape[1] % chunk:
+            raise ValueError(
+                f"Input '{frame_name}' has {inputs.shape[1]} steps; the file steps by chunks of "
+                f"{chunk}, so the length must be a multiple of {chunk} (pad and mask the rest)."
+            )
     batch = inputs.shape[0]
     if states is None:
         states = interpreter.get_signature_runner("initial_state")(batch_size=np.array(batch, np.int32))
@@ -112,8 +126,9 @@ def run_streaming(path_or_content, inputs, states=None):
                 f"{batch}. Start from states of the input's batch size."
             )
     outputs = []
-    for t in range(inputs.shape[1]):
-        result = step(**{frame_name: inputs[:, t]}, **states)
+    for t in range(0, inputs.shape[1], chunk or 1):
+        frame = inputs[:, t] if chunk is None else inputs[:, t : t + chunk]
+        result = step(**{frame_name: frame}, **states)
         outputs.append(result["output"])
         states = {name: result[name] for name in states}
-    return {"output": np.stack(outputs, 1), **states}
+    return {"output": np.stack(outputs, 1) if chunk is None else np.concatenate(outputs, 1), **states}

@@ -41,4 +41,6 @@ def export_saved_model(model, path, *, streaming="auto", dynamic_length=True):
         archive.write_out(str(path), verbose=False)
     except tf.errors.OpError as error:  # TensorFlow's file errors are no OSError
         raise OSError(f"cannot write the SavedModel to {path}: {error.message}") from None
-    return ["serve", "step", "initial_state"] if streaming else ["serve"]
+    if not streaming:
+        return ["serve"]
+    return ["serve", "step", "initial_state"] + (["chunk_length"] if plan.chunk_length is not None else [])

@@ -76,6 +76,8 @@ def export_tflite(
     if quantize == "int8":
         calibration = _calibration_data(plan, representative_data, streaming)
     keys = ["step", "initial_state"] if streaming else ["serve"]
+    if streaming and plan.chunk_length is not None:
+        keys.append("chunk_length")
     with tempfile.TemporaryDirectory() as folder:
         archive = endpoints.new_archive(model)
         endpoints.add_endpoints(
@@ -164,8 +166,9 @@ def _calibration_data(plan, representative_data, streaming):
             ((name, sequence),) = example.items()
             yield ("initial_state", {"batch_size": np.array(1, np.int32)})
             states = {key: v.numpy() for key, v in initial_state(tf.constant(1)).items()}
-            for t in range(sequence.shape[1]):
-                inputs = {name: sequence[:, t], **states}
+            chunk = plan.chunk_length
+            for t in range(0, sequence.shape[1] - (chunk or 1) + 1, chunk or 1):
+                inputs = {name: sequence[:, t] if chunk is None else sequence[:, t : t + chunk], **states}
                 yield ("step", inputs)
                 outputs = step(inputs)
                 states = {key: outputs[key].numpy() for key in states}

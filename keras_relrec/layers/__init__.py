@@ -9,3 +9,6 @@ from keras_relrec.layers.recurrent import CoupledLSTMCell
 from keras_relrec.layers.recurrent import PeepholeConvLSTM2D
 from keras_relrec.layers.recurrent import PeepholeLSTMCell
 from keras_relrec.layers.relational import RelationalMemoryCell
+from keras_relrec.layers.transformer_xl import RelativeMultiHeadAttention
+from keras_relrec.layers.transformer_xl import TransformerXL
+from keras_relrec.layers.transformer_xl import TransformerXLBlock

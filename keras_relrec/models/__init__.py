@@ -5,3 +5,4 @@ from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier
 from keras_relrec.models.tabl_networks import class_weights
 from keras_relrec.models.tabl_networks import compile_as_in_paper
 from keras_relrec.models.tabl_networks import tabl_network
+from keras_relrec.models.transformer_xl_generator import TransformerXLGenerator

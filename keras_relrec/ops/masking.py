@@ -51,11 +51,18 @@ def masked_softmax(logits, valid, axis=-1):
     the range of the valid logits, and a slice with no valid entry gets all
     zeros rather than NaN.
     """
+    if 0 in logits.shape:  # Keras' max refuses empty tensors
+        return ops.zeros_like(logits)
     valid = ops.cast(valid, "bool")
-    logits = ops.where(valid, logits, ops.zeros_like(logits))
-    # No greater than any valid logit, so the shift is the valid maximum.
-    filler = ops.min(logits)
-    shift = ops.stop_gradient(ops.max(ops.where(valid, logits, filler), axis=axis, keepdims=True))
-    exp = ops.where(valid, ops.exp(ops.minimum(logits - shift, 0.0)), ops.zeros_like(logits))
+    zeros = ops.zeros_like(logits)
+    logits = ops.where(valid, logits, zeros)
+    # The valid maximum (−inf for a slice with no valid entry, which the
+    # selections below never let through).
+    lowest = ops.full_like(logits, float("-inf"))
+    shift = ops.stop_gradient(ops.max(ops.where(valid, logits, lowest), axis=axis, keepdims=True))
+    # Selected before exp, so that a masked entry can neither overflow nor
+    # reach a gradient; no clipping (a `minimum` at 0 would halve the
+    # gradient of the largest logit on backends that split ties, as JAX).
+    exp = ops.where(valid, ops.exp(ops.where(valid, logits - shift, zeros)), zeros)
     total = ops.sum(exp, axis=axis, keepdims=True)
     return exp / ops.where(total > 0, total, ops.ones_like(total))

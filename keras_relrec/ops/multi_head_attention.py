@@ -25,8 +25,9 @@ def merge_heads(x):
     return ops.reshape(ops.transpose(x, (0, 2, 1, 3)), (-1, steps, heads * width))
 
 
-def scaled_dot_product_attention(query, key, value, mask=None, scale=None, return_weights=False):
-    """A = softmax(scale · q kᵀ) over the keys, and A v, for every head.
+def scaled_dot_product_attention(query, key, value, mask=None, scale=None, bias=None, dropout=None,
+                                 return_weights=False):
+    """A = softmax(scale · q kᵀ + bias) over the keys, and A v, for every head.
 
     Args:
         query: (batch, heads, queries, d_k).
@@ -37,6 +38,10 @@ def scaled_dot_product_attention(query, key, value, mask=None, scale=None, retur
             masked key gets exactly no weight, and a query with no key to
             attend to gets zeros (see `masked_softmax`).
         scale: Multiplies the queries before the product; default d_k^-½.
+        bias: Optional logits added after the scaling, broadcastable to
+            (batch, heads, queries, keys): Transformer-XL's position term.
+        dropout: Optional function applied to A before A v (attention
+            dropout); the weights returned are A before it.
         return_weights: Whether to return A as well.
 
     Returns:
@@ -46,6 +51,8 @@ def scaled_dot_product_attention(query, key, value, mask=None, scale=None, retur
     if scale is None:
         scale = query.shape[-1] ** -0.5
     logits = ops.matmul(query * ops.cast(scale, query.dtype), ops.swapaxes(key, -1, -2))
+    if bias is not None:
+        logits = logits + bias
     weights = ops.softmax(logits, axis=-1) if mask is None else masked_softmax(logits, mask, axis=-1)
-    attended = ops.matmul(weights, value)
+    attended = ops.matmul(weights if dropout is None else dropout(weights), value)
     return (attended, weights) if return_weights else attended

@@ -9,6 +9,9 @@ keras_relrec needs a few pieces of Keras that are not exported under
 - `ConvLSTMCell`: the convolution plumbing (padding, strides, data formats,
   output shapes) of `keras.layers.ConvLSTM2D`, whose step
   `PeepholeConvLSTM2D` replaces.
+- `untracked`: Keras' decorator that keeps variables made in a method out
+  of the layer's weights, as `keras.layers.RNN` keeps a stateful layer's
+  states (they are not weights: saving and `set_weights` skip them).
 - The functional graph of a model (its nodes by depth, Keras' executor
   `_run_through_graph`) and the masks Keras attaches to tensors: the export
   path runs a model's graph with its stateful layers swapped for builtins-
@@ -23,12 +26,14 @@ from keras.src.backend import get_keras_mask
 from keras.src.backend import set_keras_mask
 from keras.src.layers.rnn.conv_lstm import ConvLSTMCell
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+from keras.src.utils.tracking import no_automatic_dependency_tracking as untracked
 
 __all__ = [
     "ConvLSTMCell",
     "DropoutRNNCell",
     "get_keras_mask",
     "set_keras_mask",
+    "untracked",
     "functional_graph",
     "graph_nodes",
     "node_receives_mask",

@@ -42,6 +42,10 @@ def main(folder, suffix):
         if masked_path.exists():
             masked = keras.saving.load_model(masked_path, safe_mode=True)
             out["masked_outputs"] = np.asarray(masked.predict_on_batch(data["x_masked"]))
+            # Gradients through masked steps too (a masked softmax's).
+            flat = keras.saving.load_model(folder / f"{name}.masked_fit.keras", safe_mode=True)
+            for i, w in enumerate(fit_one_step(flat, data["x_masked"], data["y_masked"])):
+                out[f"masked_fit_weight_{i}"] = np.asarray(w)
 
         dropout_path = folder / f"{name}.dropout.keras"
         if dropout_path.exists():

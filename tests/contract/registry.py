@@ -300,8 +300,55 @@ ENTRIES = [
         bad_rank_match="expected ndim=5",
         fixed_axis=2,
     ),
+    Entry(
+        layers.RelativeMultiHeadAttention,
+        {"num_heads": 2, "head_size": 3, "clamp_len": 4},
+        (6, 4),
+        bad_kwargs=[
+            ({"num_heads": 0}, "num_heads"),
+            ({"head_size": 1.5}, "head_size"),
+            ({"clamp_len": 0}, "clamp_len"),
+            ({"same_length": 1}, "same_length"),
+            ({"attention_dropout": 1.0}, "attention_dropout"),
+            ({"epsilon": 0.0}, "epsilon"),
+        ],
+        bad_rank_match=r"expects inputs \(batch, steps, features\)",
+        takes_mask=True,
+    ),
+    Entry(
+        layers.TransformerXLBlock,
+        {"num_heads": 2, "head_size": 3, "intermediate_dim": 5, "pre_lnorm": True,
+         "bias_initializer": "random_normal"},
+        (6, 4),
+        bad_kwargs=[
+            ({"intermediate_dim": 0}, "intermediate_dim"),
+            ({"pre_lnorm": "yes"}, "pre_lnorm"),
+            ({"dropout": -0.5}, "dropout"),
+        ],
+        bad_rank_match=r"expects inputs \(batch, steps, features\)",
+        takes_mask=True,
+    ),
+    Entry(
+        layers.TransformerXL,
+        # Eight steps in segments of three: the last one is padded inside.
+        {"num_layers": 2, "num_heads": 2, "head_size": 3, "hidden_dim": 4, "intermediate_dim": 5,
+         "segment_len": 3, "mem_len": 4, "bias_initializer": "random_normal"},
+        (8, 4),
+        bad_kwargs=[
+            ({"num_layers": 0}, "num_layers"),
+            ({"hidden_dim": 3}, "hidden_dim"),
+            ({"segment_len": 2.0}, "segment_len"),
+            ({"mem_len": -1}, "mem_len"),
+            ({"tie_relative_biases": None}, "tie_relative_biases"),
+            ({"stateful": 1}, "stateful"),
+        ],
+        bad_rank_match=r"TransformerXL expects inputs \(batch, steps, 4\)",
+        takes_mask=True,
+    ),
 ]
 
 RECURRENT_ENTRIES = [e for e in ENTRIES if e.recurrent]
 MASK_ENTRIES = [e for e in ENTRIES if e.takes_mask]
 DROPOUT_ENTRIES = [e for e in RECURRENT_ENTRIES if e.dropout_kwargs]
+# Layers that stream through the export's protocol on their own.
+PROTOCOL_ENTRIES = [e for e in ENTRIES if hasattr(e.cls, "streaming_step")]

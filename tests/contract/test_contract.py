@@ -25,6 +25,7 @@ from keras_relrec.utils.registration import PUBLIC_LAYERS
 from tests.contract.registry import DROPOUT_ENTRIES
 from tests.contract.registry import ENTRIES
 from tests.contract.registry import MASK_ENTRIES
+from tests.contract.registry import PROTOCOL_ENTRIES
 from tests.contract.registry import RECURRENT_ENTRIES
 
 ATOL = 1e-5
@@ -210,6 +211,13 @@ def backend_results(tmp_path_factory):
             masked.save(folder / f"{name}.masked.keras")
             case["x_masked"] = x_masked
             record["masked_outputs"] = np.asarray(masked(x_masked))
+            # A training step through the masked steps, every output in the
+            # loss (flattened: Keras would weigh the loss by a mask of
+            # another rank than the outputs' for feature maps).
+            flat = keras.Model(masked.input, keras.layers.Reshape((-1,))(masked.output))
+            flat.save(folder / f"{name}.masked_fit.keras")
+            case["y_masked"] = target_for(flat, x_masked)
+            record["masked_fit_weights"] = sgd_fit_weights(flat, x_masked, case["y_masked"])
             if entry.recurrent and entry.dropout_kwargs:
                 entry.make_model(**entry.dropout_kwargs).save(
                     folder / f"{name}.dropout.keras"
@@ -250,6 +258,8 @@ def test_other_backends_masking(entry, worker, backend_results):
     expected, got = backend_results
     want, have = expected[entry.id], got[worker][entry.id]
     np.testing.assert_allclose(have["masked_outputs"], want["masked_outputs"], atol=ATOL)
+    for i, w in enumerate(want["masked_fit_weights"]):
+        np.testing.assert_allclose(have[f"masked_fit_weight_{i}"], w, atol=ATOL, err_msg=f"weight {i}")
 
 
 @dropout_entries
@@ -591,7 +601,28 @@ def test_tflite_streaming(entry, tmp_path):
             run_streaming(path, bad)
 
 
-@pytest.mark.parametrize("entry", [e for e in ENTRIES if not e.recurrent], ids=lambda e: e.id)
+@pytest.mark.parametrize("entry", PROTOCOL_ENTRIES, ids=lambda e: e.id)
+def test_streaming_through_the_protocol(entry, tmp_path):
+    """A layer of the stateful protocol streams on its own, by frames or by
+    its chunks, alone and behind a mask, and gives Keras' outputs; a length
+    that is not a number of chunks is refused."""
+    chunk = getattr(entry.make_layer(), "streaming_chunk_length", None) or 1
+    x = padded_input(entry, entry.make_input(batch=3, length=3 * chunk))
+    for name in ("alone", "masked"):
+        inputs = keras.Input((None,) + entry.input_shape[1:], name="sequence")
+        h = keras.layers.Masking(0.0)(inputs) if name == "masked" else inputs
+        model = keras.Model(inputs, entry.make_layer()(h))
+        path = tmp_path / f"{name}.tflite"
+        assert_builtins_only(export_tflite(model, path, streaming=True))
+        np.testing.assert_allclose(run_streaming(path, x)["output"], model.predict(x, verbose=0), atol=ATOL,
+                                   err_msg=name)
+    if chunk > 1:
+        with pytest.raises(ValueError, match=f"multiple of {chunk}"):
+            run_streaming(path, x[:, :-1])
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if not e.recurrent and e not in PROTOCOL_ENTRIES],
+                         ids=lambda e: e.id)
 def test_streaming_in_front_of_a_recurrent_layer(entry, tmp_path):
     """A layer that acts on each step alone (`acts_per_step`) streams in
     front of a recurrent layer and gives Keras' outputs; any other layer

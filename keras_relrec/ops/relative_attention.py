@@ -1,0 +1,89 @@
+"""Transformer-XL's relative positions and memory (Dai et al. 2019), written
+with `keras.ops` for the attention layers that use them.
+
+Keys are [memory (M positions); current segment (L positions)], queries the
+current segment. Query i sits at key index M + i, so its distance to key j
+is M + i − j; the key is in the future when that is negative.
+"""
+
+from keras import ops
+
+
+def relative_position_encoding(key_length, width, clamp_len=None, dtype="float32"):
+    """R: the sinusoids of the distances key_length − 1, …, 1, 0.
+
+    R[c] = [sin(d_c f), cos(d_c f)] with d_c = key_length − 1 − c (clamped
+    to at most `clamp_len`) and f_k = 10000^(−2k / width): the sin block
+    then the cos block, not interleaved, as in the paper's code.
+
+    Args:
+        key_length: Number of keys, an int or a scalar tensor.
+        width: The even model width.
+        clamp_len: Distances above it use its encoding; None: no clamp.
+        dtype: Of the result.
+
+    Returns:
+        (key_length, width) tensor.
+    """
+    distances = ops.arange(key_length - 1, -1, -1, dtype="float32")
+    if clamp_len is not None:
+        distances = ops.minimum(distances, float(clamp_len))
+    frequencies = 1.0 / (10000.0 ** (ops.arange(0, width, 2, dtype="float32") / width))
+    angles = distances[:, None] * frequencies[None, :]
+    return ops.cast(ops.concatenate([ops.sin(angles), ops.cos(angles)], axis=-1), dtype)
+
+
+def relative_shift(scores):
+    """Moves position scores from "column c = distance key_length − 1 − c"
+    to "column j = key j": out[..., i, j] = scores[..., i, j + L − 1 − i]
+    for L queries, the entry for distance M + i − j. Entries for future keys
+    (j > M + i) hold other scores; the causal mask must hide them.
+
+    The paper's trick: one zero column in front, the (L, K + 1) rows read as
+    (K + 1, L), the first row dropped, the rest read as (L, K) again.
+
+    Args:
+        scores: (batch, heads, L, K) with static L and K.
+    """
+    _, heads, queries, keys = (
+        size if size is not None else ops.shape(scores)[axis] for axis, size in enumerate(scores.shape)
+    )
+    padded = ops.pad(scores, [[0, 0], [0, 0], [0, 0], [1, 0]])
+    padded = ops.reshape(padded, (-1, heads, keys + 1, queries))
+    return ops.reshape(padded[:, :, 1:], (-1, heads, queries, keys))
+
+
+def relative_attention_mask(queries, memory_length, key_valid=None, window=None):
+    """Which keys each query may attend to.
+
+    Key j is visible to query i iff its distance M + i − j is at least 0
+    (causal) and, with `window`, less than `window` (Transformer-XL's
+    `same_length`: every query sees the same number of positions), and the
+    key is valid.
+
+    Args:
+        queries: L, static.
+        memory_length: M, static.
+        key_valid: Optional boolean (batch, M + L): false for padding and
+            for memory slots not filled yet.
+        window: Optional int.
+
+    Returns:
+        Boolean mask broadcastable to (batch, heads, L, M + L).
+    """
+    distance = (memory_length + ops.arange(queries)[:, None]) - ops.arange(memory_length + queries)[None, :]
+    visible = distance >= 0
+    if window is not None:
+        visible = ops.logical_and(visible, distance < window)
+    visible = visible[None, None]
+    if key_valid is not None:
+        visible = ops.logical_and(visible, ops.cast(key_valid, "bool")[:, None, None, :])
+    return visible
+
+
+def update_memory(memory, inputs):
+    """The last M positions of [memory; inputs], without gradient: the
+    memory the next segment attends to (the paper's SG(·))."""
+    joined = ops.concatenate([memory, ops.cast(inputs, memory.dtype)], axis=1)
+    total = joined.shape[1] if joined.shape[1] is not None else ops.shape(joined)[1]
+    return ops.stop_gradient(joined[:, total - memory.shape[1] :])

@@ -1,0 +1,270 @@
+"""Transformer-XL against the paper's equations written out in float64
+NumPy: every score from its distance M + i − j (no shift trick), the
+sinusoid of each distance, the masks, the memory's update; then the
+properties the paper's training relies on: causality across segments, a
+long sequence equal to its segments fed in turn, memories without gradient,
+padding that changes nothing."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_relrec.layers import RelativeMultiHeadAttention
+from keras_relrec.layers import TransformerXL
+from keras_relrec.layers import TransformerXLBlock
+
+ATOL = 1e-5
+H, DH, D, DI = 2, 3, 6, 10
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def sinusoid(distance, width, clamp_len=None):
+    d = min(distance, clamp_len) if clamp_len is not None else distance
+    f = 1.0 / 10000 ** (np.arange(0, width, 2) / width)
+    return np.concatenate([np.sin(d * f), np.cos(d * f)])
+
+
+def attention_np(layer, h, memory, valid, memory_valid, u=None, v=None):
+    """One example: h (L, d), memory (M, d), valid (L,), memory_valid (M,)."""
+    w = {x.name: np.asarray(x.numpy(), "float64") for x in layer.weights}
+    u = w["content_bias"] if u is None else u
+    v = w["position_bias"] if v is None else v
+    h = np.where(valid[:, None], h, 0.0)
+    memory = np.where(memory_valid[:, None], memory, 0.0)
+    M, L = len(memory), len(h)
+    context = np.concatenate([memory, h])
+    key_valid = np.concatenate([memory_valid, valid])
+    x = layer_norm(context, w["gamma"], w["beta"]) if layer.pre_lnorm else context
+    n = H * DH
+    q = (x[M:] @ w["query_kernel"]).reshape(L, H, DH)
+    kv = x @ w["key_value_kernel"]
+    k, val = kv[:, :n].reshape(-1, H, DH), kv[:, n:].reshape(-1, H, DH)
+    heads = np.zeros((L, H, DH))
+    for i in range(L):
+        for head in range(H):
+            scores = np.full(M + L, -np.inf)
+            for j in range(M + L):
+                distance = M + i - j
+                visible = distance >= 0 and key_valid[j]
+                if layer.same_length:
+                    visible = visible and distance < M
+                if visible:
+                    r = (sinusoid(distance, D, layer.clamp_len) @ w["position_kernel"]).reshape(H, DH)[head]
+                    scores[j] = ((q[i, head] + u[head]) @ k[j, head] + (q[i, head] + v[head]) @ r) / np.sqrt(DH)
+            if np.isfinite(scores).any():  # a padded query may see no key
+                a = np.exp(scores - scores.max())
+                heads[i, head] = a / a.sum() @ val[:, head]
+    y = h + heads.reshape(L, n) @ w["output_kernel"]
+    if not layer.pre_lnorm:
+        y = layer_norm(y, w["gamma"], w["beta"])
+    return np.where(valid[:, None], y, 0.0)
+
+
+def block_np(block, h, memory, valid, memory_valid, u=None, v=None):
+    a = attention_np(block.attention, h, memory, valid, memory_valid, u, v)
+    w = {"/".join(x.path.split("/")[-2:]): np.asarray(x.numpy(), "float64") for x in block.weights}
+    pre = block.pre_lnorm
+    x = layer_norm(a, w["feed_forward_norm/gamma"], w["feed_forward_norm/beta"]) if pre else a
+    ff = np.maximum(x @ w["intermediate/kernel"] + w["intermediate/bias"], 0)
+    ff = ff @ w["feed_forward_output/kernel"] + w["feed_forward_output/bias"]
+    y = a + ff
+    if not pre:
+        y = layer_norm(y, w["feed_forward_norm/gamma"], w["feed_forward_norm/beta"])
+    return np.where(valid[:, None], y, 0.0)
+
+
+def backbone_np(model, x, valid):
+    """The paper's segment recurrence, example by example; memories start
+    empty (every slot invalid) and a segment with no valid position leaves
+    them as they were."""
+    L, M = model.segment_len, model.mem_len
+    outputs = np.zeros(x.shape[:2] + (D,))
+    for b in range(len(x)):
+        memories = [np.zeros((M, D)) for _ in model.blocks]
+        memory_valid = np.zeros(M, bool)
+        for start in range(0, x.shape[1], L):
+            h, seg_valid = x[b, start : start + L], valid[b, start : start + L]
+            h = np.where(seg_valid[:, None], h, 0.0)
+            new_memories = []
+            for n, block in enumerate(model.blocks):
+                u = v = None
+                if model.tie_relative_biases:
+                    u, v = (np.asarray(w.numpy(), "float64") for w in (model.content_bias, model.position_bias))
+                new_memories.append(np.concatenate([memories[n], h])[-M:] if M else np.zeros((0, D)))
+                h = block_np(block, h, memories[n], seg_valid, memory_valid, u, v)
+            outputs[b, start : start + L] = h
+            if seg_valid.any():
+                memories = new_memories
+                memory_valid = np.concatenate([memory_valid, seg_valid])[-M:] if M else memory_valid
+    return outputs
+
+
+def random_weights(layer, seed=0):
+    rng = np.random.default_rng(seed)
+    layer.set_weights([rng.normal(scale=0.4, size=w.shape) + (1.0 if "gamma" in w.path else 0.0)
+                       for w in layer.weights])
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"pre_lnorm": True},
+    {"clamp_len": 2},
+    {"same_length": True},
+], ids=lambda o: "-".join(o) or "default")
+def test_attention_matches_the_equations(options):
+    rng = np.random.default_rng(1)
+    layer = RelativeMultiHeadAttention(H, DH, **options)
+    h, memory = rng.normal(size=(3, 4, D)), rng.normal(size=(3, 5, D))
+    valid = np.ones((3, 4), bool)
+    valid[0, 3] = valid[2, 1] = False
+    memory_valid = np.ones((3, 5), bool)
+    memory_valid[1, :2] = False
+    layer(h.astype("float32"), memory=memory.astype("float32"))
+    random_weights(layer)
+    got, new_memory = layer(h.astype("float32"), memory=memory.astype("float32"), mask=valid,
+                            memory_mask=memory_valid)
+    for b in range(3):
+        want = attention_np(layer, h[b], memory[b], valid[b], memory_valid[b])
+        np.testing.assert_allclose(got[b], want, atol=ATOL)
+    # The new memory: the last M positions of [memory; h], padding as zeros.
+    joined = np.concatenate([np.where(memory_valid[..., None], memory, 0), np.where(valid[..., None], h, 0)], 1)
+    np.testing.assert_allclose(new_memory, joined[:, -5:], atol=ATOL)
+
+
+def test_attention_without_memory_attends_within_the_segment():
+    rng = np.random.default_rng(2)
+    layer = RelativeMultiHeadAttention(H, DH)
+    h = rng.normal(size=(2, 5, D))
+    layer(h.astype("float32"))
+    random_weights(layer, 3)
+    got = layer(h.astype("float32"))
+    for b in range(2):
+        want = attention_np(layer, h[b], np.zeros((0, D)), np.ones(5, bool), np.zeros(0, bool))
+        np.testing.assert_allclose(got[b], want, atol=ATOL)
+
+
+@pytest.mark.parametrize("pre_lnorm", [False, True])
+def test_block_matches_the_equations(pre_lnorm):
+    rng = np.random.default_rng(4)
+    block = TransformerXLBlock(H, DH, DI, pre_lnorm=pre_lnorm)
+    h, memory = rng.normal(size=(2, 4, D)), rng.normal(size=(2, 3, D))
+    block(h.astype("float32"), memory=memory.astype("float32"))
+    random_weights(block, 5)
+    got, _ = block(h.astype("float32"), memory=memory.astype("float32"))
+    for b in range(2):
+        want = block_np(block, h[b], memory[b], np.ones(4, bool), np.ones(3, bool))
+        np.testing.assert_allclose(got[b], want, atol=ATOL)
+
+
+def make_backbone(**kwargs):
+    options = {"num_layers": 2, "num_heads": H, "head_size": DH, "hidden_dim": D, "intermediate_dim": DI,
+               "segment_len": 3, "mem_len": 4, **kwargs}
+    model = TransformerXL(**options)
+    model(np.zeros((1, 3, D), "float32"))
+    random_weights(model, 6)
+    return model
+
+
+@pytest.mark.parametrize("options", [{}, {"tie_relative_biases": True, "pre_lnorm": True}, {"mem_len": 0}],
+                         ids=["untied", "tied-pre-ln", "no-memory"])
+def test_backbone_matches_the_segment_recurrence(options):
+    rng = np.random.default_rng(7)
+    model = make_backbone(**options)
+    x = rng.normal(size=(3, 11, D))  # 4 segments, the last one padded
+    valid = np.ones((3, 11), bool)
+    valid[0, 9:] = False  # padding at the end
+    valid[1, 3:6] = False  # a whole segment of padding
+    valid[2, 4] = False  # one position
+    got = model(x.astype("float32"), mask=valid)
+    np.testing.assert_allclose(got, backbone_np(model, x, valid), atol=ATOL)
+
+
+def test_a_sequence_equals_its_segments_fed_in_turn():
+    rng = np.random.default_rng(8)
+    model = make_backbone(return_state=True)
+    x = rng.normal(size=(2, 12, D)).astype("float32")
+    whole, *final = model(x)
+    states, outputs = None, []
+    for start in (0, 3, 6, 9):
+        output, *states = model(x[:, start : start + 3], initial_state=states)
+        outputs.append(output)
+    np.testing.assert_allclose(np.concatenate(outputs, 1), whole, atol=ATOL)
+    for a, b in zip(states, final):
+        np.testing.assert_allclose(a, b, atol=ATOL)
+    # A functional model with any length (a loop over segments that only
+    # the running graph knows the count of) computes the same.
+    inputs = keras.Input((None, D))
+    dynamic = keras.Model(inputs, model(inputs)[0])
+    np.testing.assert_allclose(dynamic.predict(x[:, :11], verbose=0), whole[:, :11], atol=ATOL)
+    np.testing.assert_allclose(tf.function(dynamic, jit_compile=True)(x)[:, :12], whole, atol=ATOL)
+
+
+def test_stateful_training_over_a_long_stream():
+    """Truncated back-propagation over segments: the stateful layer carries
+    the memories from call to call, gradients stop at them."""
+    rng = np.random.default_rng(9)
+    reference = make_backbone()
+    x = rng.normal(size=(2, 12, D)).astype("float32")
+    whole = reference(x)
+    stateful = TransformerXL(**{**reference.get_config(), "stateful": True, "name": "stateful"})
+    stateful(keras.Input((3, D), batch_size=2))
+    stateful.set_weights(reference.get_weights())
+    parts = [stateful(x[:, s : s + 3]) for s in (0, 3, 6, 9)]
+    np.testing.assert_allclose(np.concatenate(parts, 1), whole, atol=ATOL)
+    stateful.reset_state()
+    np.testing.assert_allclose(stateful(x[:, :3]), whole[:, :3], atol=ATOL)
+    inputs = keras.Input((3, D), batch_size=2)
+    model = keras.Model(inputs, stateful(inputs))
+    model.compile("sgd", "mse")
+    model.fit(x[:, :3], x[:, :3], epochs=2, verbose=0)
+
+
+def test_causal_across_segments_and_no_gradient_through_memory():
+    rng = np.random.default_rng(10)
+    model = make_backbone(mem_len=5)
+    x = tf.constant(rng.normal(size=(1, 9, D)).astype("float32"))
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = model(x)
+        rows = [tf.reduce_sum(y[:, t]) for t in range(9)]
+    forward = keras.ops.convert_to_numpy(model(x))
+    for t in range(9):
+        g = np.abs(tape.gradient(rows[t], x).numpy()[0]).sum(-1)
+        segment_start = t - t % 3
+        # Nothing from later positions; within the segment, every earlier
+        # position; across segments, no gradient (the memory is SG(·)).
+        assert np.all(g[t + 1 :] == 0), t
+        assert np.all(g[segment_start : t + 1] > 0), t
+        assert np.all(g[:segment_start] == 0), t
+    # Yet earlier segments do reach the outputs, through the memory.
+    changed = x.numpy().copy()
+    changed[0, 0] += 1.0
+    later = keras.ops.convert_to_numpy(model(changed))
+    assert not np.allclose(later[0, 3:], forward[0, 3:])
+    np.testing.assert_allclose(later[0, :0], forward[0, :0])
+
+
+def test_bad_arguments_name_themselves():
+    for kwargs, name in [({"hidden_dim": 5}, "hidden_dim"), ({"mem_len": -1}, "mem_len"),
+                         ({"same_length": True, "mem_len": 0}, "same_length"), ({"segment_len": 0}, "segment_len"),
+                         ({"clamp_len": 0}, "clamp_len"), ({"vocabulary_size": 0}, "vocabulary_size")]:
+        with pytest.raises(ValueError, match=name):
+            TransformerXL(**{"num_layers": 1, "num_heads": 1, "head_size": 2, "hidden_dim": 4,
+                             "intermediate_dim": 4, "segment_len": 2, "mem_len": 2, **kwargs})
+    model = make_backbone(return_state=True)
+    x = np.zeros((2, 6, D), "float32")
+    with pytest.raises(ValueError, match="initial state 'memory_0' of shape"):
+        model(x, initial_state=[np.zeros((2, 3, D))] * 2 + [np.zeros((2, 4))])
+    with pytest.raises(ValueError, match="batch size"):
+        model(x, initial_state=[np.zeros((1, 4, D), "float32")] * 2 + [np.zeros((1, 4), "float32")])
+    attention = RelativeMultiHeadAttention(H, DH, same_length=True)
+    with pytest.raises(ValueError, match="same_length"):
+        attention(x)
+    with pytest.raises(ValueError, match="even number of features"):
+        RelativeMultiHeadAttention(H, DH)(np.zeros((1, 2, 5), "float32"))

@@ -1,0 +1,63 @@
+"""Generation with the memories gives the tokens the whole model would
+choose: in segment mode always (each position sees what it sees in
+training), in token mode when the memory covers the whole stream."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_relrec.layers import TransformerXL
+from keras_relrec.models import TransformerXLGenerator
+
+VOCABULARY = 7
+
+
+def language_model(mem_len, segment_len=3):
+    backbone = TransformerXL(2, 2, 4, 8, 16, segment_len=segment_len, mem_len=mem_len,
+                             vocabulary_size=VOCABULARY, embeddings_initializer="random_normal",
+                             bias_initializer="random_normal")
+    head = keras.layers.Dense(VOCABULARY, kernel_initializer=keras.initializers.RandomNormal(stddev=2.0))
+    head(backbone(np.zeros((1, 3), "int32")))
+    return backbone, head
+
+
+def greedy_under_the_whole_model(backbone, head, tokens, start):
+    """Each token after `start` is the argmax of the whole model's logits at
+    the position before it."""
+    logits = np.asarray(head(backbone(tokens)))
+    np.testing.assert_array_equal(tokens[:, start:], np.argmax(logits[:, start - 1 : -1], -1))
+
+
+@pytest.mark.parametrize("prompt_length", [3, 5])
+def test_segment_mode_chooses_what_the_whole_model_chooses(prompt_length):
+    backbone, head = language_model(mem_len=4)
+    prompt = np.random.default_rng(0).integers(0, VOCABULARY, size=(2, prompt_length))
+    tokens = TransformerXLGenerator(backbone, head).generate(prompt, 8, mode="segment")
+    assert tokens.shape == (2, prompt_length + 8)
+    np.testing.assert_array_equal(tokens[:, :prompt_length], prompt)
+    greedy_under_the_whole_model(backbone, head, tokens, prompt_length)
+
+
+def test_token_mode_with_a_memory_of_the_whole_stream_is_full_attention():
+    backbone, head = language_model(mem_len=16)
+    prompt = np.random.default_rng(1).integers(0, VOCABULARY, size=(2, 4))
+    tokens = TransformerXLGenerator(backbone, head).generate(prompt, 9)
+    greedy_under_the_whole_model(backbone, head, tokens, 4)
+
+
+def test_sampling_is_seeded_and_checked():
+    backbone, head = language_model(mem_len=4)
+    generator = TransformerXLGenerator(backbone, head)
+    prompt = np.ones((3, 2), "int32")
+    a = generator.generate(prompt, 6, sampling="sample", temperature=2.0, seed=3)
+    b = generator.generate(prompt, 6, sampling="sample", temperature=2.0, seed=3)
+    np.testing.assert_array_equal(a, b)
+    assert a.min() >= 0 and a.max() < VOCABULARY
+    for kwargs, name in [({"mode": "window"}, "mode"), ({"sampling": "top"}, "sampling"),
+                         ({"temperature": 0.0}, "temperature"), ({"max_new_tokens": -1}, "max_new_tokens")]:
+        with pytest.raises(ValueError, match=name):
+            generator.generate(prompt, **{"max_new_tokens": 2, **kwargs})
+    with pytest.raises(ValueError, match="prompt"):
+        generator.generate(np.full((1, 2), VOCABULARY), 2)
+    with pytest.raises(ValueError, match="vocabulary_size"):
+        TransformerXLGenerator(TransformerXL(1, 1, 2, 4, 4, segment_len=2, mem_len=2), head)
