@@ -105,3 +105,11 @@ def test_tabl_benchmark_quick(tmp_path):
     assert "| LSTM(" in text and "| C(TABL): " in text and "| C(BL): " in text
     assert "export failed" not in text
     assert "TABL takes" in text and "C(TABL) answers in" in text
+
+
+def test_transformer_xl_benchmark_quick(tmp_path):
+    text = run_quick("bench_transformer_xl.py", tmp_path)
+    assert "<!-- bench_transformer_xl:start -->" in text and "<!-- bench_transformer_xl:end -->" in text
+    assert "Quick smoke-test run" in text
+    rows = [line for line in text.splitlines() if line.startswith("| 16 |") or line.startswith("| 32 |")]
+    assert len(rows) == 2 and all("×" in row for row in rows)

@@ -231,9 +231,11 @@ class TransformerXL(keras.layers.Layer):
     def streaming_state_specs(self):
         """[(name, shape without batch, dtype)] of the states (the protocol
         of `keras_relrec.export.stateful_protocol`)."""
+        if not self.mem_len:
+            return []
         memory = (self.mem_len, self.hidden_dim)
         specs = [(f"memory_{n}", memory, self.compute_dtype) for n in range(self.num_layers)]
-        return specs + [("memory_mask", (self.mem_len,), MASK_DTYPE)] if self.mem_len else specs
+        return specs + [("memory_mask", (self.mem_len,), MASK_DTYPE)]
 
     @property
     def streaming_chunk_length(self):
