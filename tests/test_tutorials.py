@@ -111,3 +111,21 @@ def test_lob_tabl_reads_fi2010_files(tmp_path, capsys):
     tutorial.main(["--fi2010-train", str(tmp_path / "train.txt"),
                    "--fi2010-test", str(tmp_path / "test.txt"), "--epochs", "1"])
     assert "FI-2010, horizon 10, C(TABL): accuracy" in capsys.readouterr().out
+
+
+def test_char_lm_transformer_xl_tiny(tmp_path):
+    tutorial = load_tutorial("char_lm_transformer_xl")
+    saved = tmp_path / "saved"
+    results = tutorial.main(["--tiny", "--output-dir", str(tmp_path), "--save-dir", str(saved)])
+    assert [r["model"] for r in results] == list(tutorial.MODELS)
+    for r in results:
+        assert len(r["curve"]) == 1 and 0 < r["test_bpc"] < 9
+    weights = [r["weights"] for r in results]
+    assert weights[0] == weights[1] and abs(weights[2] - weights[0]) / weights[0] < 0.1
+    assert (tmp_path / "char_lm_curves.png").stat().st_size > 1000
+    assert (tmp_path / "char_lm_sample.txt").read_text().startswith("def ")
+    card = json.loads((saved / "card.json").read_text())
+    assert card["mem_len"] == 8 and card["segment_len"] == 8 and 0 < card["snippet_bpc"] < 9
+    for name in ("char_lm_transformer_xl.keras", "char_lm_transformer_xl.tflite",
+                 "char_lm_transformer_xl_step.tflite", "char_lm_transformer_xl_savedmodel/saved_model.pb"):
+        assert (saved / name).is_file()

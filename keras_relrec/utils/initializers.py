@@ -23,3 +23,14 @@ def clone_initializer(initializer, salt):
     if isinstance(seed, int) and not isinstance(seed, bool):
         config = {**config, "seed": seed + zlib.crc32(salt.encode()) % 2**16}
     return initializer.__class__.from_config(config)
+
+
+def dense(units, name, kernel_initializer, bias_initializer, dtype):
+    """A `keras.layers.Dense` named `name` with its own initializer copies."""
+    return keras.layers.Dense(
+        units,
+        kernel_initializer=clone_initializer(kernel_initializer, name),
+        bias_initializer=clone_initializer(bias_initializer, name),
+        dtype=dtype,
+        name=name,
+    )

@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from keras_relrec.layers.relational.relational_memory_block import RelationalMemoryBlock
+from keras_relrec.utils import initializers
 from keras_relrec.utils import validation
-from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
 GATE_STYLES = ("unit", "memory", None)
@@ -138,13 +138,8 @@ class RelationalMemoryCell(keras.layers.Layer):
         self.gate_width = gate_width
 
         def dense(units, name):
-            return keras.layers.Dense(
-                units,
-                kernel_initializer=clone_initializer(self.kernel_initializer, name),
-                bias_initializer=clone_initializer(self.bias_initializer, name),
-                dtype=self.dtype_policy,
-                name=name,
-            )
+            return initializers.dense(units, name, self.kernel_initializer, self.bias_initializer,
+                                      self.dtype_policy)
 
         # Created in the reference's order (see keras_relrec.migrate).
         self.input_projection = dense(self.mem_size, "input_projection")

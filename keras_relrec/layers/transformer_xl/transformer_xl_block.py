@@ -6,6 +6,7 @@ from keras import ops
 from keras_relrec.layers.transformer_xl.relative_multi_head_attention import RelativeMultiHeadAttention
 from keras_relrec.layers.transformer_xl.relative_multi_head_attention import check_clamp_len
 from keras_relrec.ops import zero_masked
+from keras_relrec.utils import initializers
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
@@ -114,13 +115,8 @@ class TransformerXLBlock(keras.layers.Layer):
         width = input_shape[-1]
 
         def dense(name, units):
-            return keras.layers.Dense(
-                units,
-                kernel_initializer=clone_initializer(self.kernel_initializer, name),
-                bias_initializer=clone_initializer(self.bias_initializer, name),
-                dtype=self.dtype_policy,
-                name=name,
-            )
+            return initializers.dense(units, name, self.kernel_initializer, self.bias_initializer,
+                                      self.dtype_policy)
 
         self.intermediate = dense("intermediate", self.intermediate_dim)
         self.intermediate.build((None, width))

@@ -268,3 +268,32 @@ def test_bad_arguments_name_themselves():
         attention(x)
     with pytest.raises(ValueError, match="even number of features"):
         RelativeMultiHeadAttention(H, DH)(np.zeros((1, 2, 5), "float32"))
+
+
+def test_saved_model_and_quantized_streaming_by_segment(tmp_path):
+    """SavedModel `serve` and `step` (with `chunk_length`), and a dynamic-
+    range int8 TFLite step, fed segment by segment, give Keras' outputs."""
+    from keras_relrec.export import export_saved_model
+    from keras_relrec.export import export_tflite
+    from keras_relrec.export import run_streaming
+
+    model_layer = make_backbone()
+    inputs = keras.Input((None, D), name="sequence")
+    model = keras.Model(inputs, model_layer(inputs))
+    x = np.random.default_rng(11).normal(size=(2, 9, D)).astype("float32")
+    want = model.predict(x, verbose=0)
+    assert export_saved_model(model, tmp_path / "sm") == ["serve", "step", "initial_state", "chunk_length"]
+    loaded = tf.saved_model.load(str(tmp_path / "sm"))
+    np.testing.assert_allclose(loaded.serve({"sequence": x})["output"], want, atol=ATOL)
+    assert int(loaded.chunk_length()["chunk_length"]) == 3
+    states = loaded.initial_state(tf.constant(2))
+    outputs = []
+    for start in (0, 3, 6):
+        result = loaded.step({"sequence": x[:, start : start + 3], **states})
+        outputs.append(result.pop("output"))
+        states = result
+    np.testing.assert_allclose(np.concatenate(outputs, 1), want, atol=ATOL)
+    summary = export_tflite(model, tmp_path / "int8.tflite", streaming=True, quantize="dynamic_int8")
+    assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
+    # The bound of the package's other dynamic-range int8 exports.
+    np.testing.assert_allclose(run_streaming(tmp_path / "int8.tflite", x)["output"], want, atol=0.1)
