@@ -528,6 +528,17 @@ def float64_copy(entry, model, dynamic_length):
     return copy
 
 
+# Open defects of the TFLite runtimes that these checks hit now and then,
+# reported as XFAIL (not hidden) when they strike; any other mismatch fails.
+KNOWN_RUNTIME_DEFECTS = {
+    ("RelationalMemoryCell", 500): (
+        "known defect: the RMC's sequence-mode file (WHILE loop) returns wrong outputs in "
+        "about 4% of runs at 500 steps, in LiteRT and TF Lite alike, XNNPACK on or off, "
+        "since 0.1; its streaming file does not (README, 'Known defects')"
+    ),
+}
+
+
 @entries
 def test_tflite_sequence_mode(entry, tmp_path):
     """LiteRT gives Keras' outputs within 1e-5, or, where a long sequence
@@ -545,8 +556,12 @@ def test_tflite_sequence_mode(entry, tmp_path):
             x = entry.make_input(batch=batch, length=length)
             keras_out = model.predict(x, verbose=0)
             drift = np.abs(keras_out - exact.predict(x.astype("float64"), verbose=0)).max()
+            got = run_sequence(path, x)["output"]
+            known = KNOWN_RUNTIME_DEFECTS.get((entry.id, length))
+            if known and not np.allclose(got, keras_out, atol=max(ATOL, 4 * drift)):
+                pytest.xfail(known)
             np.testing.assert_allclose(
-                run_sequence(path, x)["output"], keras_out, atol=max(ATOL, 4 * drift),
+                got, keras_out, atol=max(ATOL, 4 * drift),
                 err_msg=f"batch {batch}, length {length}, float32 drift {drift:.1e}",
             )
     # Inputs that do not fit the file's signature are refused before LiteRT
