@@ -118,9 +118,15 @@ def initial_state_fn(plan):
 
 def add_endpoints(archive, plan, *, sequence=True, streaming=False, dynamic_length=True, check_batch=False):
     """Adds `serve`, and with `streaming` `step` and `initial_state`, to a
-    `keras.export.ExportArchive` that tracks the plan's model."""
+    `keras.export.ExportArchive` that tracks the plan's model.
+
+    Returns:
+        The names of the endpoints added.
+    """
+    names = []
     if sequence:
         archive.add_endpoint("serve", serve_fn(plan), input_signature=[plan.serve_specs(dynamic_length)])
+        names.append("serve")
     if streaming:
         archive.add_endpoint(
             "step",
@@ -132,6 +138,7 @@ def add_endpoints(archive, plan, *, sequence=True, streaming=False, dynamic_leng
             initial_state_fn(plan),
             input_signature=[tf.TensorSpec((), tf.int32, name="batch_size")],
         )
+        names += ["step", "initial_state"]
         if plan.chunk_length is not None:
             # Says the step takes chunks, and how long (runners read it).
             archive.add_endpoint(
@@ -139,7 +146,8 @@ def add_endpoints(archive, plan, *, sequence=True, streaming=False, dynamic_leng
                 lambda: {"chunk_length": tf.constant(plan.chunk_length, tf.int32)},
                 input_signature=[],
             )
-    return archive
+            names.append("chunk_length")
+    return names
 
 
 def new_archive(model):

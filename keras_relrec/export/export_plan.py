@@ -199,12 +199,10 @@ def plan_export(model):
             f"model '{model.name}' has several inputs or outputs; streaming needs "
             "one sequence input and one output"
         )
-    chunks = {getattr(node.streamer, "streaming_chunk_length", None) for node in stateful}
+    node_chunks = [getattr(node.streamer, "streaming_chunk_length", None) for node in stateful]
+    chunks = set(node_chunks)
     if len(chunks) > 1:
-        steps = ", ".join(
-            f"'{node.layer.name}' by {getattr(node.streamer, 'streaming_chunk_length', None) or 1}"
-            for node in stateful
-        )
+        steps = ", ".join(f"'{node.layer.name}' by {chunk or 1}" for node, chunk in zip(stateful, node_chunks))
         model_refusals.append(
             f"the stateful layers of model '{model.name}' step by different numbers of frames "
             f"({steps}); a streaming step takes one chunk for all"

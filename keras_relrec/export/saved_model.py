@@ -34,13 +34,11 @@ def export_saved_model(model, path, *, streaming="auto", dynamic_length=True):
     elif streaming:
         plan.require_streaming()
     archive = endpoints.new_archive(model)
-    endpoints.add_endpoints(
+    names = endpoints.add_endpoints(
         archive, plan, sequence=True, streaming=streaming, dynamic_length=dynamic_length, check_batch=True
     )
     try:
         archive.write_out(str(path), verbose=False)
     except tf.errors.OpError as error:  # TensorFlow's file errors are no OSError
         raise OSError(f"cannot write the SavedModel to {path}: {error.message}") from None
-    if not streaming:
-        return ["serve"]
-    return ["serve", "step", "initial_state"] + (["chunk_length"] if plan.chunk_length is not None else [])
+    return names

@@ -75,12 +75,9 @@ def export_tflite(
     calibration = None
     if quantize == "int8":
         calibration = _calibration_data(plan, representative_data, streaming)
-    keys = ["step", "initial_state"] if streaming else ["serve"]
-    if streaming and plan.chunk_length is not None:
-        keys.append("chunk_length")
     with tempfile.TemporaryDirectory() as folder:
         archive = endpoints.new_archive(model)
-        endpoints.add_endpoints(
+        keys = endpoints.add_endpoints(
             archive,
             plan,
             sequence=not streaming,
@@ -162,11 +159,11 @@ def _calibration_data(plan, representative_data, streaming):
         # The states met while streaming real data set the state ranges.
         step = tf.function(endpoints.step_fn(plan))
         initial_state = tf.function(endpoints.initial_state_fn(plan))
+        chunk = plan.chunk_length
         for example in examples:
             ((name, sequence),) = example.items()
             yield ("initial_state", {"batch_size": np.array(1, np.int32)})
             states = {key: v.numpy() for key, v in initial_state(tf.constant(1)).items()}
-            chunk = plan.chunk_length
             for t in range(0, sequence.shape[1] - (chunk or 1) + 1, chunk or 1):
                 inputs = {name: sequence[:, t] if chunk is None else sequence[:, t : t + chunk], **states}
                 yield ("step", inputs)

@@ -55,7 +55,6 @@ def masked_softmax(logits, valid, axis=-1):
         return ops.zeros_like(logits)
     valid = ops.cast(valid, "bool")
     zeros = ops.zeros_like(logits)
-    logits = ops.where(valid, logits, zeros)
     # The valid maximum (−inf for a slice with no valid entry, which the
     # selections below never let through).
     lowest = ops.full_like(logits, float("-inf"))

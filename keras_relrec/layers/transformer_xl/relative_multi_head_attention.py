@@ -176,7 +176,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             )
         self.norm.build(input_shape)
 
-    def _check_call(self, inputs, memory, mask, memory_mask, relative_biases):
+    def _check_call(self, inputs, memory, memory_mask, relative_biases):
         width = self.query_kernel.shape[0]
         if memory is not None and (len(memory.shape) != 3 or memory.shape[-1] != width):
             raise ValueError(
@@ -207,7 +207,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
     def call(self, inputs, memory=None, mask=None, memory_mask=None, relative_biases=None,
              training=None, return_attention_scores=False):
         inputs = zero_masked(ops.cast(inputs, self.compute_dtype), mask)
-        self._check_call(inputs, memory, mask, memory_mask, relative_biases)
+        self._check_call(inputs, memory, memory_mask, relative_biases)
         memory_length = 0 if memory is None else memory.shape[1]
         if memory is not None:
             memory = zero_masked(ops.cast(memory, self.compute_dtype), memory_mask)
