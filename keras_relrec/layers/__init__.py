@@ -10,5 +10,7 @@ from keras_relrec.layers.recurrent import PeepholeConvLSTM2D
 from keras_relrec.layers.recurrent import PeepholeLSTMCell
 from keras_relrec.layers.relational import RelationalMemoryCell
 from keras_relrec.layers.transformer_xl import RelativeMultiHeadAttention
+from keras_relrec.layers.transformer_xl import SegmentCacheTransformer
+from keras_relrec.layers.transformer_xl import SegmentSummary
 from keras_relrec.layers.transformer_xl import TransformerXL
 from keras_relrec.layers.transformer_xl import TransformerXLBlock

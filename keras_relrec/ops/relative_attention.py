@@ -53,6 +53,25 @@ def relative_shift(scores):
     return ops.reshape(padded[:, :, 1:], (-1, heads, queries, keys))
 
 
+def gather_relative_scores(scores, distances):
+    """Picks each query's position score for each key by its distance, for
+    keys that are not contiguous (the shift's alternative).
+
+    Args:
+        scores: (batch, heads, L, D): column c holds the score for distance
+            D − 1 − c (the columns of `relative_position_encoding(D, …)`).
+        distances: Integer (batch, L, K): the distance of key k from query
+            i; negative ones (future keys, which the causal mask hides) and
+            those beyond D − 1 read distance 0 and D − 1.
+
+    Returns:
+        (batch, heads, L, K).
+    """
+    table = scores.shape[-1]
+    columns = (table - 1) - ops.clip(ops.cast(distances, "int32"), 0, table - 1)
+    return ops.take_along_axis(scores, columns[:, None], axis=-1)
+
+
 def relative_attention_mask(queries, memory_length, key_valid=None, window=None):
     """Which keys each query may attend to.
 

@@ -345,6 +345,46 @@ ENTRIES = [
         bad_rank_match=r"TransformerXL expects inputs \(batch, steps, 4\)",
         takes_mask=True,
     ),
+    Entry(
+        layers.SegmentCacheTransformer,
+        # Four segments of three through two slots: evictions and a recall
+        # of one; the causal query and the dense summary (the defaults).
+        {"num_layers": 2, "num_heads": 2, "head_size": 3, "hidden_dim": 4, "intermediate_dim": 5,
+         "segment_len": 3, "num_slots": 2, "top_k": 1, "bias_initializer": "random_normal"},
+        (12, 4),
+        bad_kwargs=[
+            ({"num_slots": 0}, "num_slots"),
+            ({"top_k": 3}, "top_k"),
+            ({"query": "future"}, "query"),
+            ({"summary": "attention"}, "summary"),
+            ({"relevance_weighting": "yes"}, "relevance_weighting"),
+        ],
+        bad_rank_match=r"SegmentCacheTransformer expects inputs \(batch, steps, 4\)",
+        takes_mask=True,
+    ),
+    Entry(
+        layers.SegmentCacheTransformer,
+        # The seed's query with the BiLSTM summary; the last segment padded.
+        {"num_layers": 1, "num_heads": 2, "head_size": 3, "hidden_dim": 4, "intermediate_dim": 5,
+         "segment_len": 3, "num_slots": 3, "top_k": 2, "query": "standard", "summary": "bilstm",
+         "pre_lnorm": True, "bias_initializer": "random_normal"},
+        (11, 4),
+        variant="standard-bilstm",
+        bad_rank_match=r"SegmentCacheTransformer expects inputs \(batch, steps, 4\)",
+        takes_mask=True,
+    ),
+    Entry(
+        layers.SegmentSummary,
+        {"units": 4, "kind": "mlp", "bias_initializer": "random_normal"},
+        (5, 3),
+        bad_kwargs=[
+            ({"units": 0}, "units"),
+            ({"kind": "max"}, "kind"),
+            ({"num_layers": 0}, "num_layers"),
+        ],
+        bad_rank_match=r"SegmentSummary expects inputs \(batch, steps, features\)",
+        takes_mask=True,
+    ),
 ]
 
 RECURRENT_ENTRIES = [e for e in ENTRIES if e.recurrent]

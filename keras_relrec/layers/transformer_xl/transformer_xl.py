@@ -1,24 +1,20 @@
 """A stack of Transformer-XL layers that runs a sequence segment by segment."""
 
-import math
-
 import keras
 from keras import ops
 
 from keras_relrec.layers.transformer_xl.relative_multi_head_attention import check_clamp_len
+from keras_relrec.layers.transformer_xl.segment_recurrence import MASK_DTYPE
+from keras_relrec.layers.transformer_xl.segment_recurrence import SegmentRecurrence
 from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerXLBlock
-from keras_relrec.ops import zero_masked
 from keras_relrec.ops.relative_attention import update_memory
-from keras_relrec.utils import keras_internals
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
-MASK_DTYPE = "float32"
-
 
 @register_layer
-class TransformerXL(keras.layers.Layer):
+class TransformerXL(SegmentRecurrence):
     """Transformer-XL: `num_layers` `TransformerXLBlock`s run over a long
     sequence one segment of `segment_len` positions at a time, each layer
     attending to the memory of its own inputs over the last `mem_len`
@@ -129,15 +125,12 @@ class TransformerXL(keras.layers.Layer):
         seed=None,
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        super().__init__(
+            hidden_dim, segment_len, vocabulary_size=vocabulary_size, dropout=dropout,
+            embeddings_initializer=embeddings_initializer, stateful=stateful, return_state=return_state,
+            seed=seed, **kwargs,
+        )
         self.num_layers = validation.check_positive_int("num_layers", num_layers)
-        self.hidden_dim = validation.check_positive_int("hidden_dim", hidden_dim)
-        if self.hidden_dim % 2:
-            raise ValueError(
-                "Argument `hidden_dim` must be even (the position encoding has a sin and a cos "
-                f"half); received hidden_dim={hidden_dim!r}."
-            )
-        self.segment_len = validation.check_positive_int("segment_len", segment_len)
         if isinstance(mem_len, bool) or not isinstance(mem_len, int) or mem_len < 0:
             raise ValueError(f"Argument `mem_len` must be a non-negative integer; received mem_len={mem_len!r}.")
         self.mem_len = mem_len
@@ -146,20 +139,12 @@ class TransformerXL(keras.layers.Layer):
                 "Argument `same_length` needs a memory: every query sees the mem_len nearest "
                 "positions; received same_length=True with mem_len=0."
             )
-        self.vocabulary_size = (
-            None if vocabulary_size is None else validation.check_positive_int("vocabulary_size", vocabulary_size)
-        )
         self.tie_relative_biases = validation.check_bool("tie_relative_biases", tie_relative_biases)
-        self.dropout = validation.check_rate("dropout", dropout)
-        self.stateful = validation.check_bool("stateful", stateful)
-        self.return_state = validation.check_bool("return_state", return_state)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.relative_bias_initializer = keras.initializers.get(
             relative_bias_initializer or keras.initializers.RandomNormal(stddev=0.02)
         )
-        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
-        self.seed = validation.check_seed(seed)
         self.blocks = [
             TransformerXLBlock(
                 num_heads,
@@ -181,27 +166,8 @@ class TransformerXL(keras.layers.Layer):
             )
             for n in range(self.num_layers)
         ]
-        self.embedding = None
-        if self.vocabulary_size is not None:
-            self.embedding = keras.layers.Embedding(
-                self.vocabulary_size, self.hidden_dim, embeddings_initializer=self.embeddings_initializer,
-                dtype=self.dtype_policy, name="embedding",
-            )
-        self.embedding_dropout = keras.layers.Dropout(self.dropout, seed=self.seed, dtype=self.dtype_policy)
-        self.states = None
-        self.supports_masking = True
 
-    # Building and states.
-    def build(self, input_shape):
-        rank = 2 if self.vocabulary_size is not None else 3
-        if len(input_shape) != rank or (rank == 3 and input_shape[-1] != self.hidden_dim):
-            expected = "(batch, steps) token ids" if rank == 2 else f"(batch, steps, {self.hidden_dim})"
-            raise ValueError(
-                f"TransformerXL expects inputs {expected}; received input of shape {tuple(input_shape)}."
-            )
-        self.input_spec = keras.layers.InputSpec(ndim=rank, axes={} if rank == 2 else {-1: self.hidden_dim})
-        if self.embedding is not None:
-            self.embedding.build(input_shape)
+    def _build_segment(self):
         for block in self.blocks:
             block.build((None, self.segment_len, self.hidden_dim))
         if self.tie_relative_biases:
@@ -211,22 +177,6 @@ class TransformerXL(keras.layers.Layer):
                                 initializer=clone_initializer(self.relative_bias_initializer, name))
                 for name in ("content_bias", "position_bias")
             )
-        if self.stateful:
-            batch = input_shape[0]
-            if batch is None:
-                raise ValueError(
-                    "TransformerXL(stateful=True) needs to know its batch size: give the Input a "
-                    f"`batch_size`; received input of shape {tuple(input_shape)}."
-                )
-            self._create_state_variables(batch)
-
-    @keras_internals.untracked
-    def _create_state_variables(self, batch):
-        # Not weights: saving and set_weights skip them, as for Keras' RNN.
-        self.states = [
-            keras.Variable(ops.zeros((batch,) + shape, dtype), trainable=False, dtype=dtype, name=name)
-            for name, shape, dtype in self.streaming_state_specs()
-        ]
 
     def streaming_state_specs(self):
         """[(name, shape without batch, dtype)] of the states (the protocol
@@ -236,76 +186,6 @@ class TransformerXL(keras.layers.Layer):
         memory = (self.mem_len, self.hidden_dim)
         specs = [(f"memory_{n}", memory, self.compute_dtype) for n in range(self.num_layers)]
         return specs + [("memory_mask", (self.mem_len,), MASK_DTYPE)]
-
-    @property
-    def streaming_chunk_length(self):
-        """The streaming step takes one segment."""
-        return self.segment_len
-
-    def get_initial_state(self, batch_size):
-        """Empty memories: zeros, every slot masked."""
-        return [ops.zeros((batch_size,) + shape, dtype) for _, shape, dtype in self.streaming_state_specs()]
-
-    def streaming_initial_state(self, batch_size):
-        return self.get_initial_state(batch_size)
-
-    def reset_state(self):
-        if self.states is None:
-            raise ValueError("TransformerXL.reset_state() needs a built, stateful layer.")
-        for state in self.states:
-            state.assign(ops.zeros(state.shape, state.dtype))
-
-    # The segment loop.
-    def call(self, inputs, mask=None, initial_state=None, training=None):
-        states = self._initial_state(inputs, initial_state)
-        hidden = self._embed(inputs, training)
-        steps = hidden.shape[1] if hidden.shape[1] is not None else ops.shape(hidden)[1]
-        if mask is not None:
-            mask = ops.cast(mask, "bool")
-            hidden = zero_masked(hidden, mask)
-        outputs, new_states = self._run_segments(hidden, mask, states, steps, training)
-        if self.stateful:
-            for variable, value in zip(self.states, new_states):
-                variable.assign(ops.cast(value, variable.dtype))
-        return [outputs, *new_states] if self.return_state else outputs
-
-    def streaming_step(self, inputs, states, mask=None):
-        hidden = self._embed(inputs, False)
-        steps = hidden.shape[1] if hidden.shape[1] is not None else ops.shape(hidden)[1]
-        if mask is not None:
-            mask = ops.cast(mask, "bool")
-            hidden = zero_masked(hidden, mask)
-        return self._run_segments(hidden, mask, list(states), steps, False)
-
-    def _initial_state(self, inputs, initial_state):
-        if initial_state is not None:
-            initial_state = list(initial_state)
-            specs = self.streaming_state_specs()
-            if len(initial_state) != len(specs):
-                raise ValueError(
-                    f"TransformerXL expects {len(specs)} initial states (a memory per layer and "
-                    f"the memory mask); received {len(initial_state)}."
-                )
-            for (name, shape, _), state in zip(specs, initial_state):
-                if tuple(state.shape[1:]) != shape:
-                    raise ValueError(
-                        f"TransformerXL expects initial state '{name}' of shape (batch, "
-                        f"{', '.join(map(str, shape))}); received shape {tuple(state.shape)}."
-                    )
-            validation.check_states_batch(self, inputs, initial_state)
-            return initial_state
-        if self.stateful:
-            return list(self.states)
-        batch = inputs.shape[0] if inputs.shape[0] is not None else ops.shape(inputs)[0]
-        return self.get_initial_state(batch)
-
-    def _embed(self, inputs, training):
-        if self.embedding is None:
-            hidden = ops.cast(inputs, self.compute_dtype)
-        else:
-            hidden = self.embedding(ops.cast(inputs, "int32")) * ops.cast(math.sqrt(self.hidden_dim),
-                                                                          self.compute_dtype)
-        return self.embedding_dropout(hidden, training=training)
 
     def _relative_biases(self):
         return (self.content_bias, self.position_bias) if self.tie_relative_biases else None
@@ -323,60 +203,7 @@ class TransformerXL(keras.layers.Layer):
         if not self.mem_len:
             return hidden, []
         segment_valid = ops.ones(ops.shape(hidden)[:2], MASK_DTYPE) if mask is None else ops.cast(mask, MASK_DTYPE)
-        new_states = new_memories + [update_memory(memory_mask, segment_valid)]
-        if mask is not None:
-            # A segment with no valid position leaves the memories as they were.
-            keep = ops.any(mask, axis=1)
-            new_states = [
-                ops.where(ops.reshape(keep, (-1,) + (1,) * (len(new.shape) - 1)), new, ops.cast(old, new.dtype))
-                for new, old in zip(new_states, states)
-            ]
-        return hidden, new_states
-
-    def _run_segments(self, hidden, mask, states, steps, training):
-        """Every segment of (batch, steps, d) in turn: (outputs, states)."""
-        length = self.segment_len
-        if isinstance(steps, int) and steps <= length:
-            # One segment (the streaming step, short calls) or none.
-            return (hidden, states) if steps == 0 else self._segment(hidden, mask, states, training)
-        count = -(-steps // length)
-        padding = count * length - steps
-        if mask is not None or not isinstance(padding, int) or padding:
-            mask = ops.ones(ops.shape(hidden)[:2], "bool") if mask is None else mask
-            mask = ops.pad(mask, [[0, 0], [0, padding]], constant_values=False)
-        hidden = ops.pad(hidden, [[0, 0], [0, padding], [0, 0]])
-        if isinstance(count, int):
-            # A known number of segments (always on JAX): unrolled.
-            outputs = []
-            for start in range(0, count * length, length):
-                segment_mask = None if mask is None else mask[:, start : start + length]
-                output, states = self._segment(hidden[:, start : start + length], segment_mask, states, training)
-                outputs.append(output)
-            return ops.concatenate(outputs, axis=1)[:, :steps], states
-
-        # A length known only when the graph runs (TensorFlow): a loop that
-        # writes each segment's outputs in place (builtins in TFLite). -1 in
-        # a slice's size: the whole batch, whatever it is.
-        def body(index, carry):
-            start = index * length
-            segment = ops.slice(hidden, (0, start, 0), (-1, length, self.hidden_dim))
-            segment_mask = ops.slice(mask, (0, start), (-1, length))
-            output, new_states = self._segment(segment, segment_mask, list(carry[:-1]), training)
-            return (*new_states, ops.slice_update(carry[-1], (0, start, 0), output))
-
-        *states, outputs = ops.fori_loop(0, count, body, (*states, ops.zeros_like(hidden)))
-        return outputs[:, :steps], states
-
-    def compute_mask(self, inputs, mask=None):
-        if not self.return_state:
-            return mask
-        return [mask] + [None] * len(self.streaming_state_specs())
-
-    def compute_output_shape(self, input_shape):
-        outputs = (input_shape[0], input_shape[1], self.hidden_dim)
-        if not self.return_state:
-            return outputs
-        return [outputs] + [(input_shape[0],) + shape for _, shape, _ in self.streaming_state_specs()]
+        return hidden, new_memories + [update_memory(memory_mask, segment_valid)]
 
     def get_config(self):
         block = self.blocks[0].get_config()
@@ -384,24 +211,16 @@ class TransformerXL(keras.layers.Layer):
             "num_layers": self.num_layers,
             "num_heads": block["num_heads"],
             "head_size": block["head_size"],
-            "hidden_dim": self.hidden_dim,
             "intermediate_dim": block["intermediate_dim"],
-            "segment_len": self.segment_len,
             "mem_len": self.mem_len,
-            "vocabulary_size": self.vocabulary_size,
             "clamp_len": block["clamp_len"],
             "same_length": block["same_length"],
             "pre_lnorm": block["pre_lnorm"],
             "tie_relative_biases": self.tie_relative_biases,
-            "dropout": self.dropout,
             "attention_dropout": block["attention_dropout"],
             "epsilon": block["epsilon"],
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             "relative_bias_initializer": keras.initializers.serialize(self.relative_bias_initializer),
-            "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
-            "stateful": self.stateful,
-            "return_state": self.return_state,
-            "seed": self.seed,
         }
         return {**super().get_config(), **config}

@@ -47,7 +47,8 @@ class TransformerXLBlock(keras.layers.Layer):
         **kwargs: Base `Layer` arguments.
 
     Call arguments:
-        inputs, memory, mask, memory_mask, relative_biases, training: As in
+        inputs, memory, mask, memory_mask, relative_biases, memory_offsets,
+            max_offset, memory_scale, training: As in
             `RelativeMultiHeadAttention`.
 
     Returns:
@@ -124,9 +125,11 @@ class TransformerXLBlock(keras.layers.Layer):
         self.feed_forward_output.build((None, self.intermediate_dim))
         self.feed_forward_norm.build(input_shape)
 
-    def call(self, inputs, memory=None, mask=None, memory_mask=None, relative_biases=None, training=None):
+    def call(self, inputs, memory=None, mask=None, memory_mask=None, relative_biases=None,
+             memory_offsets=None, max_offset=None, memory_scale=None, training=None):
         attended = self.attention(inputs, memory=memory, mask=mask, memory_mask=memory_mask,
-                                  relative_biases=relative_biases, training=training)
+                                  relative_biases=relative_biases, memory_offsets=memory_offsets,
+                                  max_offset=max_offset, memory_scale=memory_scale, training=training)
         attended, new_memory = attended if memory is not None else (attended, None)
         hidden = self.feed_forward_norm(attended) if self.pre_lnorm else attended
         hidden = self.feed_forward_dropout(ops.relu(self.intermediate(hidden)), training=training)

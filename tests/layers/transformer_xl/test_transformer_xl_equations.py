@@ -13,102 +13,13 @@ import tensorflow as tf
 from keras_relrec.layers import RelativeMultiHeadAttention
 from keras_relrec.layers import TransformerXL
 from keras_relrec.layers import TransformerXLBlock
+from tests.layers.transformer_xl.numpy_reference import attention_np
+from tests.layers.transformer_xl.numpy_reference import backbone_np
+from tests.layers.transformer_xl.numpy_reference import block_np
+from tests.layers.transformer_xl.numpy_reference import random_weights
 
 ATOL = 1e-5
 H, DH, D, DI = 2, 3, 6, 10
-
-
-def layer_norm(x, gamma, beta, eps=1e-5):
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * gamma + beta
-
-
-def sinusoid(distance, width, clamp_len=None):
-    d = min(distance, clamp_len) if clamp_len is not None else distance
-    f = 1.0 / 10000 ** (np.arange(0, width, 2) / width)
-    return np.concatenate([np.sin(d * f), np.cos(d * f)])
-
-
-def attention_np(layer, h, memory, valid, memory_valid, u=None, v=None):
-    """One example: h (L, d), memory (M, d), valid (L,), memory_valid (M,)."""
-    w = {x.name: np.asarray(x.numpy(), "float64") for x in layer.weights}
-    u = w["content_bias"] if u is None else u
-    v = w["position_bias"] if v is None else v
-    h = np.where(valid[:, None], h, 0.0)
-    memory = np.where(memory_valid[:, None], memory, 0.0)
-    M, L = len(memory), len(h)
-    context = np.concatenate([memory, h])
-    key_valid = np.concatenate([memory_valid, valid])
-    x = layer_norm(context, w["gamma"], w["beta"]) if layer.pre_lnorm else context
-    n = H * DH
-    q = (x[M:] @ w["query_kernel"]).reshape(L, H, DH)
-    kv = x @ w["key_value_kernel"]
-    k, val = kv[:, :n].reshape(-1, H, DH), kv[:, n:].reshape(-1, H, DH)
-    heads = np.zeros((L, H, DH))
-    for i in range(L):
-        for head in range(H):
-            scores = np.full(M + L, -np.inf)
-            for j in range(M + L):
-                distance = M + i - j
-                visible = distance >= 0 and key_valid[j]
-                if layer.same_length:
-                    visible = visible and distance < M
-                if visible:
-                    r = (sinusoid(distance, D, layer.clamp_len) @ w["position_kernel"]).reshape(H, DH)[head]
-                    scores[j] = ((q[i, head] + u[head]) @ k[j, head] + (q[i, head] + v[head]) @ r) / np.sqrt(DH)
-            if np.isfinite(scores).any():  # a padded query may see no key
-                a = np.exp(scores - scores.max())
-                heads[i, head] = a / a.sum() @ val[:, head]
-    y = h + heads.reshape(L, n) @ w["output_kernel"]
-    if not layer.pre_lnorm:
-        y = layer_norm(y, w["gamma"], w["beta"])
-    return np.where(valid[:, None], y, 0.0)
-
-
-def block_np(block, h, memory, valid, memory_valid, u=None, v=None):
-    a = attention_np(block.attention, h, memory, valid, memory_valid, u, v)
-    w = {"/".join(x.path.split("/")[-2:]): np.asarray(x.numpy(), "float64") for x in block.weights}
-    pre = block.pre_lnorm
-    x = layer_norm(a, w["feed_forward_norm/gamma"], w["feed_forward_norm/beta"]) if pre else a
-    ff = np.maximum(x @ w["intermediate/kernel"] + w["intermediate/bias"], 0)
-    ff = ff @ w["feed_forward_output/kernel"] + w["feed_forward_output/bias"]
-    y = a + ff
-    if not pre:
-        y = layer_norm(y, w["feed_forward_norm/gamma"], w["feed_forward_norm/beta"])
-    return np.where(valid[:, None], y, 0.0)
-
-
-def backbone_np(model, x, valid):
-    """The paper's segment recurrence, example by example; memories start
-    empty (every slot invalid) and a segment with no valid position leaves
-    them as they were."""
-    L, M = model.segment_len, model.mem_len
-    outputs = np.zeros(x.shape[:2] + (D,))
-    for b in range(len(x)):
-        memories = [np.zeros((M, D)) for _ in model.blocks]
-        memory_valid = np.zeros(M, bool)
-        for start in range(0, x.shape[1], L):
-            h, seg_valid = x[b, start : start + L], valid[b, start : start + L]
-            h = np.where(seg_valid[:, None], h, 0.0)
-            new_memories = []
-            for n, block in enumerate(model.blocks):
-                u = v = None
-                if model.tie_relative_biases:
-                    u, v = (np.asarray(w.numpy(), "float64") for w in (model.content_bias, model.position_bias))
-                new_memories.append(np.concatenate([memories[n], h])[-M:] if M else np.zeros((0, D)))
-                h = block_np(block, h, memories[n], seg_valid, memory_valid, u, v)
-            outputs[b, start : start + L] = h
-            if seg_valid.any():
-                memories = new_memories
-                memory_valid = np.concatenate([memory_valid, seg_valid])[-M:] if M else memory_valid
-    return outputs
-
-
-def random_weights(layer, seed=0):
-    rng = np.random.default_rng(seed)
-    layer.set_weights([rng.normal(scale=0.4, size=w.shape) + (1.0 if "gamma" in w.path else 0.0)
-                       for w in layer.weights])
 
 
 @pytest.mark.parametrize("options", [

@@ -1,0 +1,353 @@
+"""Transformer-XL with a cache of past segments recalled by relevance."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_relrec.layers.transformer_xl.relative_multi_head_attention import check_clamp_len
+from keras_relrec.layers.transformer_xl.segment_recurrence import MASK_DTYPE
+from keras_relrec.layers.transformer_xl.segment_recurrence import SegmentRecurrence
+from keras_relrec.layers.transformer_xl.segment_summary import KINDS
+from keras_relrec.layers.transformer_xl.segment_summary import SegmentSummary
+from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerXLBlock
+from keras_relrec.ops import masked_softmax
+from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import clone_initializer
+from keras_relrec.utils.registration import register_layer
+
+QUERIES = ("causal", "standard", "compute_first")
+
+
+@register_layer
+class SegmentCacheTransformer(SegmentRecurrence):
+    """A Transformer-XL whose memory is a cache of the N last segments, of
+    which the k most relevant to the current segment are recalled.
+
+    The cache-based recurrent transformer of the project's seed 002 (no
+    public implementation; nearest relatives: Landmark attention's block
+    retrieval, Memorizing Transformers). The backbone is Transformer-XL
+    (Dai et al. 2019): `num_layers` `TransformerXLBlock`s. For segment X_t
+    (L positions), the cache {K_s, V_s}, s = 1..N (slot N the newest), and
+    the summary S (`SegmentSummary`, one `summary` kind):
+
+    ```
+    query:    q = S(X_t)                    (query="standard", the seed's)
+              q = S(Transformer(X_t))       ("compute_first": the stack run
+                                             on X_t alone, same weights)
+              q = S(SG(h_(t−1)^m))          ("causal": the previous segment)
+    recall:   α = softmax_s(q · K_s / sqrt(d_key)) over the filled slots
+              R = top-k slots by α          (all N when k = N)
+    layer n:  m = [V_r^(n−1)]_(r ∈ R),   h̃ = [SG(m) ∘ h^(n−1)] → keys,
+              m̃ = [α_r V_r^(n−1)],        ĥ = [SG(m̃) ∘ h^(n−1)] → values,
+              h^n = TransformerXLBlock_n(h^(n−1), memory m, values scaled by α)
+    renewal:  drop slot 1, shift the rest down, V_N = SG(h_t^(0..m−1)),
+              K_N = SG(S(h_t^m))
+    ```
+
+    Decisions the seed leaves open:
+
+    - **Keys.** A segment's key is `S` of its last layer's output, `summary_dim`
+      wide; V_s holds the segment's input to every layer (as Transformer-XL's
+      memories), so that layer n recalls V^(n−1).
+    - **Empty slots** (the first N segments of a stream) are masked before
+      the softmax and never recalled: with fewer than k filled slots, the
+      others come back with α = 0 and all their positions masked.
+    - **α is not renormalised** over the k recalled slots (the seed takes
+      the top k of the softmax over all N): renormalised, k = 1 would give
+      α = 1 and no gradient to the summary. The summary learns through α,
+      which scales the recalled values (values only: the projections have
+      no bias, so this is α · V W_v; with `pre_lnorm` the scaling comes after
+      the layer norm, which would otherwise undo it). Stored keys and values
+      are stop-gradient. `relevance_weighting=False` fixes α = 1 (recall
+      still picks the top k).
+    - **Distances.** A recalled slot keeps its true distance: slot s is
+      N − s segments old (the FIFO moves every slot one place per segment
+      with a valid position), so position p of slot s is (N − s)·L + i − p
+      from query i. The model thus knows how old a recalled fact is, and
+      with k = N the distances are Transformer-XL's. Position scores are
+      picked from a table of (N + 1)·L distances (`clamp_len` clamps them).
+    - **Causality.** `"standard"` and `"compute_first"` summarise the whole
+      current segment, so position i's output depends on later positions
+      of its segment through the choice of R and α: fine for
+      classification or retrieval, a leak for language modelling.
+      `"causal"` (the default) recalls by the previous segment's output,
+      summarised with the current weights: no output depends on a later
+      input, and the summary still learns through α.
+
+    With k = N, `relevance_weighting=False` and the same block weights, the
+    layer computes what `TransformerXL` with `mem_len = N·L` computes.
+
+    The layer behaves like a `keras.layers.RNN` whose step is a segment
+    (see `TransformerXL`: `initial_state`, `return_state`, `stateful`,
+    streaming with one segment per step, masking). The states are
+    `[keys (batch, N, summary_dim), values_0, …, values_(m−1) (batch, N, L, d),
+    slot_mask (batch, N, L) (float32, 1 for the valid positions of filled
+    slots)]`, and with `query="causal"` `previous_output` (batch, L, d) last.
+
+    Args:
+        num_layers: Number of blocks (m).
+        num_heads: Attention heads per block.
+        head_size: Width of a head.
+        hidden_dim: d, the model width (even).
+        intermediate_dim: Width of the feed-forward nets.
+        segment_len: L, positions per segment.
+        num_slots: N, segments in the cache.
+        top_k: k, segments recalled per segment (at most N).
+        query: `"causal"` (default), `"standard"` or `"compute_first"`.
+        summary: `"dense"` (default), `"mlp"` or `"bilstm"` (`SegmentSummary`).
+        summary_dim: The key width (default: hidden_dim).
+        summary_layers: Depth of the `"mlp"` summary.
+        relevance_weighting: Whether recalled values are scaled by α.
+        vocabulary_size: With it, the inputs are token ids, embedded and
+            scaled by sqrt(d); without it, (batch, steps, hidden_dim).
+        clamp_len, pre_lnorm, tie_relative_biases, dropout,
+            attention_dropout, epsilon, kernel_initializer,
+            bias_initializer, relative_bias_initializer,
+            embeddings_initializer, stateful, return_state, seed: As in
+            `TransformerXL`.
+        **kwargs: Base `Layer` arguments.
+
+    Call arguments:
+        inputs: (batch, steps) token ids or (batch, steps, hidden_dim).
+        mask: Optional boolean (batch, steps), false for padding.
+        initial_state: Optional states to start from (see above).
+        training: Whether dropout is on.
+
+    Returns:
+        (batch, steps, hidden_dim); with `return_state`, [outputs, *states].
+
+    Example:
+
+    ```python
+    cache = keras_relrec.layers.SegmentCacheTransformer(
+        num_layers=2, num_heads=2, head_size=8, hidden_dim=16, intermediate_dim=32,
+        segment_len=4, num_slots=8, top_k=2, vocabulary_size=100)
+    tokens = keras.Input((None,), dtype="int32")
+    logits = keras.layers.Dense(100)(cache(tokens))
+    model = keras.Model(tokens, logits)
+    ```
+    """
+
+    def __init__(
+        self,
+        num_layers,
+        num_heads,
+        head_size,
+        hidden_dim,
+        intermediate_dim,
+        segment_len,
+        num_slots,
+        top_k,
+        query="causal",
+        summary="dense",
+        summary_dim=None,
+        summary_layers=2,
+        relevance_weighting=True,
+        vocabulary_size=None,
+        clamp_len=None,
+        pre_lnorm=False,
+        tie_relative_biases=False,
+        dropout=0.0,
+        attention_dropout=0.0,
+        epsilon=1e-5,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        relative_bias_initializer=None,
+        embeddings_initializer="uniform",
+        stateful=False,
+        return_state=False,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(
+            hidden_dim, segment_len, vocabulary_size=vocabulary_size, dropout=dropout,
+            embeddings_initializer=embeddings_initializer, stateful=stateful, return_state=return_state,
+            seed=seed, **kwargs,
+        )
+        self.num_layers = validation.check_positive_int("num_layers", num_layers)
+        self.num_slots = validation.check_positive_int("num_slots", num_slots)
+        self.top_k = validation.check_positive_int("top_k", top_k)
+        if self.top_k > self.num_slots:
+            raise ValueError(
+                f"Argument `top_k` must be at most num_slots={num_slots} (the cache recalls from its "
+                f"slots); received top_k={top_k!r}."
+            )
+        self.query = validation.check_choice("query", query, QUERIES)
+        validation.check_choice("summary", summary, KINDS)
+        self.relevance_weighting = validation.check_bool("relevance_weighting", relevance_weighting)
+        self.tie_relative_biases = validation.check_bool("tie_relative_biases", tie_relative_biases)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.relative_bias_initializer = keras.initializers.get(
+            relative_bias_initializer or keras.initializers.RandomNormal(stddev=0.02)
+        )
+        self.summary = SegmentSummary(
+            self.hidden_dim if summary_dim is None else summary_dim,
+            kind=summary,
+            num_layers=summary_layers,
+            kernel_initializer=clone_initializer(self.kernel_initializer, "summary"),
+            bias_initializer=clone_initializer(self.bias_initializer, "summary"),
+            dtype=self.dtype_policy,
+            name="summary",
+        )
+        self.summary_dim = self.summary.units
+        self.blocks = [
+            TransformerXLBlock(
+                num_heads,
+                head_size,
+                intermediate_dim,
+                clamp_len=check_clamp_len(clamp_len),
+                pre_lnorm=pre_lnorm,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                shared_relative_biases=self.tie_relative_biases,
+                epsilon=epsilon,
+                kernel_initializer=clone_initializer(self.kernel_initializer, f"block_{n}"),
+                bias_initializer=clone_initializer(self.bias_initializer, f"block_{n}"),
+                relative_bias_initializer=clone_initializer(self.relative_bias_initializer, f"block_{n}"),
+                seed=seed,
+                dtype=self.dtype_policy,
+                name=f"block_{n}",
+            )
+            for n in range(self.num_layers)
+        ]
+
+    def _build_segment(self):
+        segment = (None, self.segment_len, self.hidden_dim)
+        for block in self.blocks:
+            block.build(segment)
+        self.summary.build(segment)
+        if self.tie_relative_biases:
+            shape = (self.blocks[0].attention.num_heads, self.blocks[0].attention.head_size)
+            self.content_bias, self.position_bias = (
+                self.add_weight(name=name, shape=shape,
+                                initializer=clone_initializer(self.relative_bias_initializer, name))
+                for name in ("content_bias", "position_bias")
+            )
+
+    def streaming_state_specs(self):
+        """[(name, shape without batch, dtype)] of the states (the protocol
+        of `keras_relrec.export.stateful_protocol`)."""
+        slots, length, width = self.num_slots, self.segment_len, self.hidden_dim
+        specs = [("keys", (slots, self.summary_dim), self.compute_dtype)]
+        specs += [(f"values_{n}", (slots, length, width), self.compute_dtype) for n in range(self.num_layers)]
+        specs += [("slot_mask", (slots, length), MASK_DTYPE)]
+        if self.query == "causal":
+            specs += [("previous_output", (length, width), self.compute_dtype)]
+        return specs
+
+    def _relative_biases(self):
+        return (self.content_bias, self.position_bias) if self.tie_relative_biases else None
+
+    def _query(self, hidden, mask, slot_mask, previous_output, training):
+        """The summary that chooses what the segment recalls."""
+        if self.query == "causal":
+            # The newest slot holds the previous segment's valid positions.
+            return self.summary(ops.stop_gradient(previous_output), mask=slot_mask[:, -1] > 0)
+        if self.query == "compute_first":
+            for block in self.blocks:
+                hidden = block(hidden, mask=mask, relative_biases=self._relative_biases(), training=training)
+        return self.summary(hidden, mask=mask)
+
+    def recalled_slots(self, inputs, states, mask=None):
+        """What one segment recalls: for inputs (batch, L) token ids or
+        (batch, L, hidden_dim) and the states before it, (alpha (batch,
+        N), indices (batch, k)) as `recall` returns them. Slot s holds the
+        segment N − s segments back."""
+        return self._recall_for(self._embed(inputs, False), mask, list(states), False)
+
+    def _recall_for(self, hidden, mask, states, training):
+        slot_mask = states[1 + self.num_layers]
+        previous_output = states[-1] if self.query == "causal" else None
+        return self.recall(self._query(hidden, mask, slot_mask, previous_output, training), states[0], slot_mask)
+
+    def recall(self, query, keys, slot_mask):
+        """Which slots a segment recalls and with what weight.
+
+        Args:
+            query: (batch, summary_dim).
+            keys: (batch, N, summary_dim).
+            slot_mask: (batch, N, L).
+
+        Returns:
+            (alpha (batch, N), the softmax over the filled slots; indices
+            (batch, k) of the recalled slots, the most relevant first).
+        """
+        filled = ops.any(slot_mask > 0, axis=-1)
+        logits = ops.einsum("bk,bnk->bn", query, ops.stop_gradient(ops.cast(keys, query.dtype)))
+        logits = logits / ops.cast(math.sqrt(self.summary_dim), logits.dtype)
+        alpha = masked_softmax(logits, filled)
+        ranked = ops.where(filled, logits, ops.full_like(logits, float("-inf")))
+        _, indices = ops.top_k(ops.stop_gradient(ranked), self.top_k)
+        return alpha, indices
+
+    def _segment(self, hidden, mask, states, training):
+        """One segment (batch, L, d) through recall, every layer and the
+        renewal: (outputs, states)."""
+        slots, length, width = self.num_slots, self.segment_len, self.hidden_dim
+        keys, values, slot_mask = states[0], states[1 : 1 + self.num_layers], states[1 + self.num_layers]
+        previous_output = states[-1] if self.query == "causal" else None
+        dtype = self.compute_dtype
+        alpha, indices = self._recall_for(hidden, mask, states, training)
+        # Recalled by a one-hot product (batch matmuls: no gather to export).
+        select = ops.one_hot(indices, slots, dtype=dtype)  # (batch, k, N)
+        recalled_mask = ops.einsum("bkn,bnl->bkl", ops.cast(select, MASK_DTYPE), ops.cast(slot_mask, MASK_DTYPE))
+        recalled_mask = ops.reshape(recalled_mask > 0, (-1, self.top_k * length))
+        if self.relevance_weighting:
+            weight = ops.einsum("bkn,bn->bk", select, ops.cast(alpha, dtype))
+        else:
+            weight = ops.ones_like(select[:, :, 0])
+        memory_scale = ops.reshape(weight[:, :, None] + ops.zeros((1, 1, length), dtype), (-1, self.top_k * length))
+        # Slot s is N − s segments old: position p is (N − s)·L − p before
+        # the segment's first position.
+        ages = ops.cast(slots - indices, "int32")
+        offsets = ops.reshape(ages[:, :, None] * length - ops.arange(length, dtype="int32")[None, None],
+                              (-1, self.top_k * length))
+        inputs_per_layer = []
+        for block, value in zip(self.blocks, values):
+            memory = ops.einsum("bkn,bnld->bkld", select, ops.stop_gradient(ops.cast(value, dtype)))
+            inputs_per_layer.append(hidden)
+            hidden, _ = block(
+                hidden, memory=ops.reshape(memory, (-1, self.top_k * length, width)), mask=mask,
+                memory_mask=recalled_mask, relative_biases=self._relative_biases(),
+                memory_offsets=offsets, max_offset=slots * length, memory_scale=memory_scale, training=training,
+            )
+        # Renewal: the oldest slot leaves, this segment enters as the newest.
+        valid = ops.ones(ops.shape(hidden)[:2], MASK_DTYPE) if mask is None else ops.cast(mask, MASK_DTYPE)
+        new_key = self.summary(ops.stop_gradient(hidden), mask=mask)
+
+        def renew(cache, entry):
+            return ops.stop_gradient(ops.concatenate([cache[:, 1:], ops.cast(entry, cache.dtype)[:, None]], axis=1))
+
+        new_states = [renew(keys, new_key)]
+        new_states += [renew(value, entry) for value, entry in zip(values, inputs_per_layer)]
+        new_states += [renew(slot_mask, valid)]
+        if self.query == "causal":
+            new_states += [ops.stop_gradient(ops.cast(hidden, previous_output.dtype))]
+        return hidden, new_states
+
+    def get_config(self):
+        block = self.blocks[0].get_config()
+        config = {
+            "num_layers": self.num_layers,
+            "num_heads": block["num_heads"],
+            "head_size": block["head_size"],
+            "intermediate_dim": block["intermediate_dim"],
+            "num_slots": self.num_slots,
+            "top_k": self.top_k,
+            "query": self.query,
+            "summary": self.summary.kind,
+            "summary_dim": self.summary_dim,
+            "summary_layers": self.summary.num_layers,
+            "relevance_weighting": self.relevance_weighting,
+            "clamp_len": block["clamp_len"],
+            "pre_lnorm": block["pre_lnorm"],
+            "tie_relative_biases": self.tie_relative_biases,
+            "attention_dropout": block["attention_dropout"],
+            "epsilon": block["epsilon"],
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            "relative_bias_initializer": keras.initializers.serialize(self.relative_bias_initializer),
+        }
+        return {**super().get_config(), **config}

@@ -1,0 +1,249 @@
+"""The machinery of layers that run a sequence segment by segment with a
+state carried between segments (Transformer-XL and its segment cache)."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_relrec.ops import zero_masked
+from keras_relrec.utils import keras_internals
+from keras_relrec.utils import validation
+
+MASK_DTYPE = "float32"
+
+
+class SegmentRecurrence(keras.layers.Layer):
+    """Base of the segment-recurrent layers; not a public layer.
+
+    A subclass defines `streaming_state_specs()` and `_segment(hidden, mask,
+    states, training)` (one segment of `segment_len` positions through the
+    layer: its outputs and next states). This class embeds token ids (or
+    takes features), cuts a sequence into segments (padding the last one),
+    runs them in turn (unrolled for a known count, an `ops.fori_loop`
+    otherwise), keeps the states of a segment with no valid position, and
+    gives the layer the behaviour of a `keras.layers.RNN` whose step is a
+    segment: `initial_state`, `return_state`, `stateful` with
+    `reset_state()`, and the streaming protocol of
+    `keras_relrec.export.stateful_protocol` with one segment per step.
+    """
+
+    def __init__(
+        self,
+        hidden_dim,
+        segment_len,
+        vocabulary_size=None,
+        dropout=0.0,
+        embeddings_initializer="uniform",
+        stateful=False,
+        return_state=False,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_dim = validation.check_positive_int("hidden_dim", hidden_dim)
+        if self.hidden_dim % 2:
+            raise ValueError(
+                "Argument `hidden_dim` must be even (the position encoding has a sin and a cos "
+                f"half); received hidden_dim={hidden_dim!r}."
+            )
+        self.segment_len = validation.check_positive_int("segment_len", segment_len)
+        self.vocabulary_size = (
+            None if vocabulary_size is None else validation.check_positive_int("vocabulary_size", vocabulary_size)
+        )
+        self.dropout = validation.check_rate("dropout", dropout)
+        self.stateful = validation.check_bool("stateful", stateful)
+        self.return_state = validation.check_bool("return_state", return_state)
+        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+        self.seed = validation.check_seed(seed)
+        self.embedding = None
+        if self.vocabulary_size is not None:
+            self.embedding = keras.layers.Embedding(
+                self.vocabulary_size, self.hidden_dim, embeddings_initializer=self.embeddings_initializer,
+                dtype=self.dtype_policy, name="embedding",
+            )
+        self.embedding_dropout = keras.layers.Dropout(self.dropout, seed=self.seed, dtype=self.dtype_policy)
+        self.states = None
+        self.supports_masking = True
+
+    # Building and states.
+    def build(self, input_shape):
+        rank = 2 if self.vocabulary_size is not None else 3
+        if len(input_shape) != rank or (rank == 3 and input_shape[-1] != self.hidden_dim):
+            expected = "(batch, steps) token ids" if rank == 2 else f"(batch, steps, {self.hidden_dim})"
+            raise ValueError(
+                f"{type(self).__name__} expects inputs {expected}; received input of shape "
+                f"{tuple(input_shape)}."
+            )
+        self.input_spec = keras.layers.InputSpec(ndim=rank, axes={} if rank == 2 else {-1: self.hidden_dim})
+        if self.embedding is not None:
+            self.embedding.build(input_shape)
+        self._build_segment()
+        if self.stateful:
+            batch = input_shape[0]
+            if batch is None:
+                raise ValueError(
+                    f"{type(self).__name__}(stateful=True) needs to know its batch size: give the "
+                    f"Input a `batch_size`; received input of shape {tuple(input_shape)}."
+                )
+            self._create_state_variables(batch)
+
+    def _build_segment(self):
+        """Builds what runs on a segment (batch, segment_len, hidden_dim)."""
+        raise NotImplementedError
+
+    @keras_internals.untracked
+    def _create_state_variables(self, batch):
+        # Not weights: saving and set_weights skip them, as for Keras' RNN.
+        self.states = [
+            keras.Variable(ops.zeros((batch,) + shape, dtype), trainable=False, dtype=dtype, name=name)
+            for name, shape, dtype in self.streaming_state_specs()
+        ]
+
+    def streaming_state_specs(self):
+        """[(name, shape without batch, dtype)] of the states (the protocol
+        of `keras_relrec.export.stateful_protocol`)."""
+        raise NotImplementedError
+
+    @property
+    def streaming_chunk_length(self):
+        """The streaming step takes one segment."""
+        return self.segment_len
+
+    def get_initial_state(self, batch_size):
+        """The states at the start of a stream: zeros (empty memories)."""
+        return [ops.zeros((batch_size,) + shape, dtype) for _, shape, dtype in self.streaming_state_specs()]
+
+    def streaming_initial_state(self, batch_size):
+        return self.get_initial_state(batch_size)
+
+    def reset_state(self):
+        if self.states is None:
+            raise ValueError(f"{type(self).__name__}.reset_state() needs a built, stateful layer.")
+        for state in self.states:
+            state.assign(ops.zeros(state.shape, state.dtype))
+
+    # The segment loop.
+    def call(self, inputs, mask=None, initial_state=None, training=None):
+        states = self._initial_state(inputs, initial_state)
+        outputs, new_states = self._run(inputs, mask, states, training)
+        if self.stateful:
+            for variable, value in zip(self.states, new_states):
+                variable.assign(ops.cast(value, variable.dtype))
+        return [outputs, *new_states] if self.return_state else outputs
+
+    def streaming_step(self, inputs, states, mask=None):
+        return self._run(inputs, mask, list(states), False)
+
+    def _run(self, inputs, mask, states, training):
+        hidden = self._embed(inputs, training)
+        steps = hidden.shape[1] if hidden.shape[1] is not None else ops.shape(hidden)[1]
+        if mask is not None:
+            mask = ops.cast(mask, "bool")
+            hidden = zero_masked(hidden, mask)
+        return self._run_segments(hidden, mask, states, steps, training)
+
+    def _initial_state(self, inputs, initial_state):
+        if initial_state is not None:
+            initial_state = list(initial_state)
+            specs = self.streaming_state_specs()
+            if len(initial_state) != len(specs):
+                raise ValueError(
+                    f"{type(self).__name__} expects {len(specs)} initial states "
+                    f"({', '.join(name for name, _, _ in specs)}); received {len(initial_state)}."
+                )
+            for (name, shape, _), state in zip(specs, initial_state):
+                if tuple(state.shape[1:]) != shape:
+                    raise ValueError(
+                        f"{type(self).__name__} expects initial state '{name}' of shape (batch, "
+                        f"{', '.join(map(str, shape))}); received shape {tuple(state.shape)}."
+                    )
+            validation.check_states_batch(self, inputs, initial_state)
+            return initial_state
+        if self.stateful:
+            return list(self.states)
+        batch = inputs.shape[0] if inputs.shape[0] is not None else ops.shape(inputs)[0]
+        return self.get_initial_state(batch)
+
+    def _embed(self, inputs, training):
+        if self.embedding is None:
+            hidden = ops.cast(inputs, self.compute_dtype)
+        else:
+            hidden = self.embedding(ops.cast(inputs, "int32")) * ops.cast(math.sqrt(self.hidden_dim),
+                                                                          self.compute_dtype)
+        return self.embedding_dropout(hidden, training=training)
+
+    def _segment(self, hidden, mask, states, training):
+        """One segment (batch, segment_len, hidden_dim): (outputs, states)."""
+        raise NotImplementedError
+
+    def _masked_segment(self, hidden, mask, states, training):
+        outputs, new_states = self._segment(hidden, mask, states, training)
+        if mask is not None and new_states:
+            # A segment with no valid position leaves the states as they
+            # were, as a masked step leaves an RNN's state.
+            keep = ops.any(mask, axis=1)
+            new_states = [
+                ops.where(ops.reshape(keep, (-1,) + (1,) * (len(new.shape) - 1)), new, ops.cast(old, new.dtype))
+                for new, old in zip(new_states, states)
+            ]
+        return outputs, new_states
+
+    def _run_segments(self, hidden, mask, states, steps, training):
+        """Every segment of (batch, steps, d) in turn: (outputs, states)."""
+        length = self.segment_len
+        if isinstance(steps, int) and steps <= length:
+            # One segment (the streaming step, short calls) or none.
+            return (hidden, states) if steps == 0 else self._masked_segment(hidden, mask, states, training)
+        count = -(-steps // length)
+        padding = count * length - steps
+        if mask is not None or not isinstance(padding, int) or padding:
+            mask = ops.ones(ops.shape(hidden)[:2], "bool") if mask is None else mask
+            mask = ops.pad(mask, [[0, 0], [0, padding]], constant_values=False)
+        hidden = ops.pad(hidden, [[0, 0], [0, padding], [0, 0]])
+        if isinstance(count, int):
+            # A known number of segments (always on JAX): unrolled.
+            outputs = []
+            for start in range(0, count * length, length):
+                segment_mask = None if mask is None else mask[:, start : start + length]
+                output, states = self._masked_segment(hidden[:, start : start + length], segment_mask, states,
+                                                      training)
+                outputs.append(output)
+            return ops.concatenate(outputs, axis=1)[:, :steps], states
+
+        # A length known only when the graph runs (TensorFlow): a loop that
+        # writes each segment's outputs in place (builtins in TFLite). -1 in
+        # a slice's size: the whole batch, whatever it is.
+        def body(index, carry):
+            start = index * length
+            segment = ops.slice(hidden, (0, start, 0), (-1, length, self.hidden_dim))
+            segment_mask = ops.slice(mask, (0, start), (-1, length))
+            output, new_states = self._masked_segment(segment, segment_mask, list(carry[:-1]), training)
+            return (*new_states, ops.slice_update(carry[-1], (0, start, 0), output))
+
+        *states, outputs = ops.fori_loop(0, count, body, (*states, ops.zeros_like(hidden)))
+        return outputs[:, :steps], states
+
+    def compute_mask(self, inputs, mask=None):
+        if not self.return_state:
+            return mask
+        return [mask] + [None] * len(self.streaming_state_specs())
+
+    def compute_output_shape(self, input_shape):
+        outputs = (input_shape[0], input_shape[1], self.hidden_dim)
+        if not self.return_state:
+            return outputs
+        return [outputs] + [(input_shape[0],) + shape for _, shape, _ in self.streaming_state_specs()]
+
+    def get_config(self):
+        config = {
+            "hidden_dim": self.hidden_dim,
+            "segment_len": self.segment_len,
+            "vocabulary_size": self.vocabulary_size,
+            "dropout": self.dropout,
+            "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
+            "stateful": self.stateful,
+            "return_state": self.return_state,
+            "seed": self.seed,
+        }
+        return {**super().get_config(), **config}

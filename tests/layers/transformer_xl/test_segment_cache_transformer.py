@@ -1,0 +1,245 @@
+"""The segment cache against its equations in float64 NumPy, its reduction
+to Transformer-XL, causality of the causal query (and the leak of the
+seed's), where gradients flow, empty slots, and streaming by segments.
+
+Every test here but the NumPy and export ones is written with `keras.ops`
+and runs on JAX too (`test_on_jax`)."""
+
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_relrec.layers import SegmentCacheTransformer
+from keras_relrec.layers import SegmentSummary
+from keras_relrec.layers import TransformerXL
+from tests.layers.transformer_xl.numpy_reference import cache_np
+from tests.layers.transformer_xl.numpy_reference import random_weights
+from tests.layers.transformer_xl.numpy_reference import summary_np
+
+ATOL = 1e-5
+H, DH, D, DI, L, N = 2, 3, 6, 10, 3, 3
+BACKBONE = {"num_layers": 2, "num_heads": H, "head_size": DH, "hidden_dim": D, "intermediate_dim": DI,
+            "segment_len": L}
+JAX_TESTS = "reduces or causal or leaks or gradient or empty or fed_in_turn"
+
+
+def make_cache(**kwargs):
+    layer = SegmentCacheTransformer(**{**BACKBONE, "num_slots": N, "top_k": 2, **kwargs})
+    layer(np.zeros((1, L, D), "float32"))
+    random_weights(layer, 6)
+    return layer
+
+
+def masked_input(seed, batch=3, segments=7):
+    """Segments beyond N (evictions), one all padding, single padded steps."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(batch, segments * L - 1, D))
+    valid = np.ones(x.shape[:2], bool)
+    valid[0, 3:6] = False  # a whole segment
+    valid[1, 4] = valid[1, 10] = False
+    valid[2, -2:] = False
+    return x, valid
+
+
+@pytest.mark.parametrize("options", [
+    {"query": "causal"},
+    {"query": "standard", "summary": "mlp", "summary_dim": 4},
+    {"query": "compute_first", "summary": "bilstm", "pre_lnorm": True, "tie_relative_biases": True},
+    {"query": "standard", "summary": "bilstm", "top_k": 1, "clamp_len": 5},
+    {"query": "causal", "summary": "dense", "top_k": 3, "relevance_weighting": False},
+], ids=lambda o: "-".join(f"{v}" for v in o.values()))
+def test_matches_the_equations(options):
+    model = make_cache(**options)
+    x, valid = masked_input(1)
+    got = model(x.astype("float32"), mask=valid)
+    want, recalled = cache_np(model, x, valid)
+    np.testing.assert_allclose(got, want, atol=ATOL)
+    # The check recalls something once the cache fills.
+    assert any(len(r) == model.top_k for r in recalled[0])
+
+
+def test_summaries_match_the_equations():
+    rng = np.random.default_rng(2)
+    h = rng.normal(size=(3, 5, D))
+    valid = np.ones((3, 5), bool)
+    valid[0, 1] = valid[1, 3:] = False
+    valid[2] = False
+    for kind in ("dense", "mlp", "bilstm"):
+        summary = SegmentSummary(4, kind=kind, num_layers=3)
+        summary(h.astype("float32"))
+        random_weights(summary, 3)
+        got = summary(h.astype("float32"), mask=valid)
+        want = np.stack([summary_np(summary, h[b], valid[b]) for b in range(3)])
+        np.testing.assert_allclose(got, want, atol=ATOL, err_msg=kind)
+        np.testing.assert_allclose(got[2], 0.0)  # no valid position
+
+
+@pytest.mark.parametrize("query", ["causal", "standard", "compute_first"])
+def test_reduces_to_transformer_xl(query):
+    """k = N, α = 1 and the FIFO: Transformer-XL with mem_len = N·L."""
+    cache = make_cache(query=query, top_k=N, relevance_weighting=False)
+    backbone = TransformerXL(**BACKBONE, mem_len=N * L)
+    backbone(np.zeros((1, L, D), "float32"))
+    for mine, theirs in zip(cache.blocks, backbone.blocks):
+        theirs.set_weights(mine.get_weights())
+    x, valid = masked_input(3)
+    x = x.astype("float32")
+    np.testing.assert_allclose(cache(x, mask=valid), backbone(x, mask=valid), atol=ATOL)
+    np.testing.assert_allclose(cache(x), backbone(x), atol=ATOL)
+
+
+def jacobian_norms(model, x):
+    """|d y_t / d x_s| summed over features: (steps, steps), on the backend
+    the tests run on."""
+    steps = x.shape[1]
+    if keras.backend.backend() == "jax":
+        import jax
+
+        jacobian = jax.jacrev(lambda v: model(v)[0])(x)  # (T, d, 1, T, d)
+        return np.abs(np.asarray(jacobian)).sum(axis=(1, 2, 4))
+    import tensorflow as tf
+
+    x = tf.constant(x)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = model(x)
+        rows = [tf.reduce_sum(y[:, t]) for t in range(steps)]
+    return np.stack([np.abs(tape.gradient(row, x).numpy()[0]).sum(-1) for row in rows])
+
+
+def perturbation_reach(model, x, position):
+    """Which outputs change when the input at `position` changes."""
+    changed = x.copy()
+    changed[0, position] += 1.0
+    return np.abs(ops.convert_to_numpy(model(changed)) - ops.convert_to_numpy(model(x)))[0].max(-1) > 1e-6
+
+
+def test_causal_query_is_causal():
+    """No output depends on a later input, within or across segments: no
+    gradient and no change in value."""
+    model = make_cache(query="causal", top_k=1)
+    x = np.random.default_rng(4).normal(size=(1, 6 * L, D)).astype("float32")
+    jacobian = jacobian_norms(model, x)
+    assert np.all(np.triu(jacobian, 1) == 0)
+    # Within a segment, each earlier position reaches it.
+    assert all(np.all(jacobian[t, t - t % L : t + 1] > 0) for t in range(6 * L))
+    for position in range(6 * L):
+        reach = perturbation_reach(model, x, position)
+        assert not reach[:position].any(), position
+        assert reach[position]
+
+
+def test_seed_queries_leak_within_their_segment():
+    """What the docstring says of "standard" and "compute_first": the
+    summary of the whole segment chooses the recall, so an early position
+    depends on a later one of its segment (never on a later segment)."""
+    x = np.random.default_rng(5).normal(size=(1, 6 * L, D)).astype("float32")
+    for query in ("standard", "compute_first"):
+        model = make_cache(query=query)
+        jacobian = jacobian_norms(model, x)
+        start = 4 * L  # the cache is filled: recall and α matter
+        assert jacobian[start, start + L - 1] > 0, query
+        assert np.all(jacobian[:start, start:] == 0), query
+        assert not perturbation_reach(model, x, start + L - 1)[: start].any(), query
+
+
+def test_gradient_reaches_the_summary_through_alpha_only():
+    """The summary learns through α (which scales the recalled values);
+    with α fixed to 1 it gets no gradient, and never through the keys and
+    values stored in the cache (stop-gradient)."""
+    x = np.random.default_rng(6).normal(size=(2, 5 * L, D)).astype("float32")
+    for weighting, expect in ((True, True), (False, False)):
+        model = make_cache(query="standard", relevance_weighting=weighting)
+        grads = gradients(model, x, model.summary.trainable_weights)
+        assert any(np.abs(g).max() > 0 for g in grads) == expect, weighting
+
+
+def gradients(model, x, weights):
+    if keras.backend.backend() == "jax":
+        import jax
+
+        trainable = [v.value for v in model.trainable_variables]
+        non_trainable = [v.value for v in model.non_trainable_variables]
+
+        def loss(trainable):
+            y, _ = model.stateless_call(trainable, non_trainable, x)
+            return ops.sum(y**2)
+
+        grads = jax.grad(loss)(trainable)
+        index = {id(v): i for i, v in enumerate(model.trainable_variables)}
+        return [np.asarray(grads[index[id(w)]]) for w in weights]
+    import tensorflow as tf
+
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(x) ** 2)
+    # None: no path from the loss to the weight.
+    return [np.zeros(w.shape) if g is None else g.numpy() for w, g in zip(weights, tape.gradient(loss, weights))]
+
+
+def test_empty_slots_are_never_recalled():
+    """Before the cache fills, α covers the filled slots only, and k larger
+    than their number recalls nothing else."""
+    model = make_cache(top_k=3)
+    rng = np.random.default_rng(7)
+    keys = rng.normal(size=(2, N, model.summary_dim)).astype("float32")
+    slot_mask = np.zeros((2, N, L), "float32")
+    slot_mask[0, 2] = 1.0  # one filled slot
+    slot_mask[1, 1:, :2] = 1.0  # two, partly padded
+    query = rng.normal(size=(2, model.summary_dim)).astype("float32")
+    alpha, indices = (ops.convert_to_numpy(t) for t in model.recall(query, keys, slot_mask))
+    np.testing.assert_allclose(alpha[0], [0, 0, 1], atol=1e-6)
+    assert alpha[1, 0] == 0 and abs(alpha[1].sum() - 1) < 1e-6
+    assert indices[0, 0] == 2 and set(indices[1, :2]) == {1, 2}
+    # The first segment sees no memory: as without any.
+    x = rng.normal(size=(2, L, D)).astype("float32")
+    alone = x
+    for block in model.blocks:
+        alone = block(alone)
+    np.testing.assert_allclose(model(x), alone, atol=ATOL)
+
+
+def test_a_sequence_equals_its_segments_fed_in_turn():
+    model = make_cache(return_state=True, summary="mlp")
+    x = np.random.default_rng(8).normal(size=(2, 6 * L, D)).astype("float32")
+    whole, *final = model(x)
+    states, outputs = None, []
+    for start in range(0, 6 * L, L):
+        output, *states = model(x[:, start : start + L], initial_state=states)
+        outputs.append(output)
+    np.testing.assert_allclose(np.concatenate(outputs, 1), whole, atol=ATOL)
+    for a, b in zip(states, final):
+        np.testing.assert_allclose(a, b, atol=ATOL)
+    assert [name for name, _, _ in model.streaming_state_specs()] == [
+        "keys", "values_0", "values_1", "slot_mask", "previous_output"]
+
+
+def test_bad_arguments_name_themselves():
+    for kwargs, name in [({"top_k": 4}, "top_k"), ({"num_slots": 0}, "num_slots"), ({"query": "leaky"}, "query"),
+                         ({"summary": "gru"}, "summary"), ({"summary_dim": 0}, "units"),
+                         ({"relevance_weighting": 1}, "relevance_weighting"), ({"hidden_dim": 5}, "hidden_dim")]:
+        with pytest.raises(ValueError, match=name):
+            SegmentCacheTransformer(**{**BACKBONE, "num_slots": N, "top_k": 2, **kwargs})
+    with pytest.raises(ValueError, match="units"):
+        SegmentSummary(3, kind="bilstm")
+    model = make_cache(return_state=True)
+    with pytest.raises(ValueError, match="initial state 'keys' of shape"):
+        model(np.zeros((2, L, D), "float32"),
+              initial_state=[np.zeros((2, N + 1, D), "float32")] + [np.zeros(s) for s in ((2, N, L, D),) * 2]
+              + [np.zeros((2, N, L)), np.zeros((2, L, D))])
+
+
+def test_on_jax():
+    """The backend-neutral tests above, run again on JAX."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", __file__,
+         "-k", f"({JAX_TESTS}) and not on_jax"],
+        env={**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": root}, capture_output=True, text=True, cwd=root,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert " passed" in result.stdout and "skipped" not in result.stdout, result.stdout[-500:]
