@@ -2,15 +2,12 @@
 
 import math
 
-import keras
 from keras import ops
 
-from keras_relrec.layers.transformer_xl.relative_multi_head_attention import check_clamp_len
 from keras_relrec.layers.transformer_xl.segment_recurrence import MASK_DTYPE
 from keras_relrec.layers.transformer_xl.segment_recurrence import SegmentRecurrence
 from keras_relrec.layers.transformer_xl.segment_summary import KINDS
 from keras_relrec.layers.transformer_xl.segment_summary import SegmentSummary
-from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerXLBlock
 from keras_relrec.ops import masked_softmax
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
@@ -161,11 +158,13 @@ class SegmentCacheTransformer(SegmentRecurrence):
         **kwargs,
     ):
         super().__init__(
-            hidden_dim, segment_len, vocabulary_size=vocabulary_size, dropout=dropout,
-            embeddings_initializer=embeddings_initializer, stateful=stateful, return_state=return_state,
-            seed=seed, **kwargs,
+            num_layers, num_heads, head_size, hidden_dim, intermediate_dim, segment_len,
+            vocabulary_size=vocabulary_size, clamp_len=clamp_len, pre_lnorm=pre_lnorm,
+            tie_relative_biases=tie_relative_biases, dropout=dropout, attention_dropout=attention_dropout,
+            epsilon=epsilon, kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+            relative_bias_initializer=relative_bias_initializer, embeddings_initializer=embeddings_initializer,
+            stateful=stateful, return_state=return_state, seed=seed, **kwargs,
         )
-        self.num_layers = validation.check_positive_int("num_layers", num_layers)
         self.num_slots = validation.check_positive_int("num_slots", num_slots)
         self.top_k = validation.check_positive_int("top_k", top_k)
         if self.top_k > self.num_slots:
@@ -176,12 +175,6 @@ class SegmentCacheTransformer(SegmentRecurrence):
         self.query = validation.check_choice("query", query, QUERIES)
         validation.check_choice("summary", summary, KINDS)
         self.relevance_weighting = validation.check_bool("relevance_weighting", relevance_weighting)
-        self.tie_relative_biases = validation.check_bool("tie_relative_biases", tie_relative_biases)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.relative_bias_initializer = keras.initializers.get(
-            relative_bias_initializer or keras.initializers.RandomNormal(stddev=0.02)
-        )
         self.summary = SegmentSummary(
             self.hidden_dim if summary_dim is None else summary_dim,
             kind=summary,
@@ -192,39 +185,10 @@ class SegmentCacheTransformer(SegmentRecurrence):
             name="summary",
         )
         self.summary_dim = self.summary.units
-        self.blocks = [
-            TransformerXLBlock(
-                num_heads,
-                head_size,
-                intermediate_dim,
-                clamp_len=check_clamp_len(clamp_len),
-                pre_lnorm=pre_lnorm,
-                dropout=dropout,
-                attention_dropout=attention_dropout,
-                shared_relative_biases=self.tie_relative_biases,
-                epsilon=epsilon,
-                kernel_initializer=clone_initializer(self.kernel_initializer, f"block_{n}"),
-                bias_initializer=clone_initializer(self.bias_initializer, f"block_{n}"),
-                relative_bias_initializer=clone_initializer(self.relative_bias_initializer, f"block_{n}"),
-                seed=seed,
-                dtype=self.dtype_policy,
-                name=f"block_{n}",
-            )
-            for n in range(self.num_layers)
-        ]
 
     def _build_segment(self):
-        segment = (None, self.segment_len, self.hidden_dim)
-        for block in self.blocks:
-            block.build(segment)
-        self.summary.build(segment)
-        if self.tie_relative_biases:
-            shape = (self.blocks[0].attention.num_heads, self.blocks[0].attention.head_size)
-            self.content_bias, self.position_bias = (
-                self.add_weight(name=name, shape=shape,
-                                initializer=clone_initializer(self.relative_bias_initializer, name))
-                for name in ("content_bias", "position_bias")
-            )
+        super()._build_segment()
+        self.summary.build((None, self.segment_len, self.hidden_dim))
 
     def streaming_state_specs(self):
         """[(name, shape without batch, dtype)] of the states (the protocol
@@ -236,9 +200,6 @@ class SegmentCacheTransformer(SegmentRecurrence):
         if self.query == "causal":
             specs += [("previous_output", (length, width), self.compute_dtype)]
         return specs
-
-    def _relative_biases(self):
-        return (self.content_bias, self.position_bias) if self.tie_relative_biases else None
 
     def _query(self, hidden, mask, slot_mask, previous_output, training):
         """The summary that chooses what the segment recalls."""
@@ -328,12 +289,7 @@ class SegmentCacheTransformer(SegmentRecurrence):
         return hidden, new_states
 
     def get_config(self):
-        block = self.blocks[0].get_config()
         config = {
-            "num_layers": self.num_layers,
-            "num_heads": block["num_heads"],
-            "head_size": block["head_size"],
-            "intermediate_dim": block["intermediate_dim"],
             "num_slots": self.num_slots,
             "top_k": self.top_k,
             "query": self.query,
@@ -341,13 +297,5 @@ class SegmentCacheTransformer(SegmentRecurrence):
             "summary_dim": self.summary_dim,
             "summary_layers": self.summary.num_layers,
             "relevance_weighting": self.relevance_weighting,
-            "clamp_len": block["clamp_len"],
-            "pre_lnorm": block["pre_lnorm"],
-            "tie_relative_biases": self.tie_relative_biases,
-            "attention_dropout": block["attention_dropout"],
-            "epsilon": block["epsilon"],
-            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-            "relative_bias_initializer": keras.initializers.serialize(self.relative_bias_initializer),
         }
         return {**super().get_config(), **config}

@@ -1,25 +1,31 @@
-"""The machinery of layers that run a sequence segment by segment with a
-state carried between segments (Transformer-XL and its segment cache)."""
+"""The machinery of the stacks of Transformer-XL blocks that run a sequence
+segment by segment with a state carried between segments (Transformer-XL
+and its segment cache)."""
 
 import math
 
 import keras
 from keras import ops
 
+from keras_relrec.layers.transformer_xl.relative_multi_head_attention import check_clamp_len
+from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerXLBlock
 from keras_relrec.ops import zero_masked
 from keras_relrec.utils import keras_internals
 from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import clone_initializer
 
 MASK_DTYPE = "float32"
 
 
 class SegmentRecurrence(keras.layers.Layer):
-    """Base of the segment-recurrent layers; not a public layer.
+    """Base of the segment-recurrent stacks; not a public layer.
 
-    A subclass defines `streaming_state_specs()` and `_segment(hidden, mask,
-    states, training)` (one segment of `segment_len` positions through the
-    layer: its outputs and next states). This class embeds token ids (or
-    takes features), cuts a sequence into segments (padding the last one),
+    It owns `num_layers` `TransformerXLBlock`s (`self.blocks`, with u and v
+    tied across them on request: `_relative_biases()`). A subclass defines
+    `streaming_state_specs()` and `_segment(hidden, mask, states, training)`
+    (one segment of `segment_len` positions through the layer: its outputs
+    and next states). This class embeds token ids (or takes features),
+    cuts a sequence into segments (padding the last one),
     runs them in turn (unrolled for a known count, an `ops.fori_loop`
     otherwise), keeps the states of a segment with no valid position, and
     gives the layer the behaviour of a `keras.layers.RNN` whose step is a
@@ -30,10 +36,23 @@ class SegmentRecurrence(keras.layers.Layer):
 
     def __init__(
         self,
+        num_layers,
+        num_heads,
+        head_size,
         hidden_dim,
+        intermediate_dim,
         segment_len,
         vocabulary_size=None,
+        clamp_len=None,
+        same_length=False,
+        pre_lnorm=False,
+        tie_relative_biases=False,
         dropout=0.0,
+        attention_dropout=0.0,
+        epsilon=1e-5,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        relative_bias_initializer=None,
         embeddings_initializer="uniform",
         stateful=False,
         return_state=False,
@@ -41,6 +60,7 @@ class SegmentRecurrence(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.num_layers = validation.check_positive_int("num_layers", num_layers)
         self.hidden_dim = validation.check_positive_int("hidden_dim", hidden_dim)
         if self.hidden_dim % 2:
             raise ValueError(
@@ -56,6 +76,33 @@ class SegmentRecurrence(keras.layers.Layer):
         self.return_state = validation.check_bool("return_state", return_state)
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.seed = validation.check_seed(seed)
+        self.tie_relative_biases = validation.check_bool("tie_relative_biases", tie_relative_biases)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.relative_bias_initializer = keras.initializers.get(
+            relative_bias_initializer or keras.initializers.RandomNormal(stddev=0.02)
+        )
+        self.blocks = [
+            TransformerXLBlock(
+                num_heads,
+                head_size,
+                intermediate_dim,
+                clamp_len=check_clamp_len(clamp_len),
+                same_length=same_length,
+                pre_lnorm=pre_lnorm,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                shared_relative_biases=self.tie_relative_biases,
+                epsilon=epsilon,
+                kernel_initializer=clone_initializer(self.kernel_initializer, f"block_{n}"),
+                bias_initializer=clone_initializer(self.bias_initializer, f"block_{n}"),
+                relative_bias_initializer=clone_initializer(self.relative_bias_initializer, f"block_{n}"),
+                seed=seed,
+                dtype=self.dtype_policy,
+                name=f"block_{n}",
+            )
+            for n in range(self.num_layers)
+        ]
         self.embedding = None
         if self.vocabulary_size is not None:
             self.embedding = keras.layers.Embedding(
@@ -90,7 +137,18 @@ class SegmentRecurrence(keras.layers.Layer):
 
     def _build_segment(self):
         """Builds what runs on a segment (batch, segment_len, hidden_dim)."""
-        raise NotImplementedError
+        for block in self.blocks:
+            block.build((None, self.segment_len, self.hidden_dim))
+        if self.tie_relative_biases:
+            shape = (self.blocks[0].attention.num_heads, self.blocks[0].attention.head_size)
+            self.content_bias, self.position_bias = (
+                self.add_weight(name=name, shape=shape,
+                                initializer=clone_initializer(self.relative_bias_initializer, name))
+                for name in ("content_bias", "position_bias")
+            )
+
+    def _relative_biases(self):
+        return (self.content_bias, self.position_bias) if self.tie_relative_biases else None
 
     @keras_internals.untracked
     def _create_state_variables(self, batch):
@@ -236,11 +294,24 @@ class SegmentRecurrence(keras.layers.Layer):
         return [outputs] + [(input_shape[0],) + shape for _, shape, _ in self.streaming_state_specs()]
 
     def get_config(self):
+        block = self.blocks[0].get_config()
         config = {
+            "num_layers": self.num_layers,
+            "num_heads": block["num_heads"],
+            "head_size": block["head_size"],
             "hidden_dim": self.hidden_dim,
+            "intermediate_dim": block["intermediate_dim"],
             "segment_len": self.segment_len,
             "vocabulary_size": self.vocabulary_size,
+            "clamp_len": block["clamp_len"],
+            "pre_lnorm": block["pre_lnorm"],
+            "tie_relative_biases": self.tie_relative_biases,
             "dropout": self.dropout,
+            "attention_dropout": block["attention_dropout"],
+            "epsilon": block["epsilon"],
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            "relative_bias_initializer": keras.initializers.serialize(self.relative_bias_initializer),
             "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
             "stateful": self.stateful,
             "return_state": self.return_state,

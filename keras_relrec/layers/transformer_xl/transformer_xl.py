@@ -1,15 +1,10 @@
 """A stack of Transformer-XL layers that runs a sequence segment by segment."""
 
-import keras
 from keras import ops
 
-from keras_relrec.layers.transformer_xl.relative_multi_head_attention import check_clamp_len
 from keras_relrec.layers.transformer_xl.segment_recurrence import MASK_DTYPE
 from keras_relrec.layers.transformer_xl.segment_recurrence import SegmentRecurrence
-from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerXLBlock
 from keras_relrec.ops.relative_attention import update_memory
-from keras_relrec.utils import validation
-from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
 
@@ -125,58 +120,22 @@ class TransformerXL(SegmentRecurrence):
         seed=None,
         **kwargs,
     ):
-        super().__init__(
-            hidden_dim, segment_len, vocabulary_size=vocabulary_size, dropout=dropout,
-            embeddings_initializer=embeddings_initializer, stateful=stateful, return_state=return_state,
-            seed=seed, **kwargs,
-        )
-        self.num_layers = validation.check_positive_int("num_layers", num_layers)
         if isinstance(mem_len, bool) or not isinstance(mem_len, int) or mem_len < 0:
             raise ValueError(f"Argument `mem_len` must be a non-negative integer; received mem_len={mem_len!r}.")
-        self.mem_len = mem_len
         if same_length and mem_len == 0:
             raise ValueError(
                 "Argument `same_length` needs a memory: every query sees the mem_len nearest "
                 "positions; received same_length=True with mem_len=0."
             )
-        self.tie_relative_biases = validation.check_bool("tie_relative_biases", tie_relative_biases)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.relative_bias_initializer = keras.initializers.get(
-            relative_bias_initializer or keras.initializers.RandomNormal(stddev=0.02)
+        super().__init__(
+            num_layers, num_heads, head_size, hidden_dim, intermediate_dim, segment_len,
+            vocabulary_size=vocabulary_size, clamp_len=clamp_len, same_length=same_length, pre_lnorm=pre_lnorm,
+            tie_relative_biases=tie_relative_biases, dropout=dropout, attention_dropout=attention_dropout,
+            epsilon=epsilon, kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+            relative_bias_initializer=relative_bias_initializer, embeddings_initializer=embeddings_initializer,
+            stateful=stateful, return_state=return_state, seed=seed, **kwargs,
         )
-        self.blocks = [
-            TransformerXLBlock(
-                num_heads,
-                head_size,
-                intermediate_dim,
-                clamp_len=check_clamp_len(clamp_len),
-                same_length=same_length,
-                pre_lnorm=pre_lnorm,
-                dropout=dropout,
-                attention_dropout=attention_dropout,
-                shared_relative_biases=self.tie_relative_biases,
-                epsilon=epsilon,
-                kernel_initializer=clone_initializer(self.kernel_initializer, f"block_{n}"),
-                bias_initializer=clone_initializer(self.bias_initializer, f"block_{n}"),
-                relative_bias_initializer=clone_initializer(self.relative_bias_initializer, f"block_{n}"),
-                seed=seed,
-                dtype=self.dtype_policy,
-                name=f"block_{n}",
-            )
-            for n in range(self.num_layers)
-        ]
-
-    def _build_segment(self):
-        for block in self.blocks:
-            block.build((None, self.segment_len, self.hidden_dim))
-        if self.tie_relative_biases:
-            shape = (self.blocks[0].attention.num_heads, self.blocks[0].attention.head_size)
-            self.content_bias, self.position_bias = (
-                self.add_weight(name=name, shape=shape,
-                                initializer=clone_initializer(self.relative_bias_initializer, name))
-                for name in ("content_bias", "position_bias")
-            )
+        self.mem_len = mem_len
 
     def streaming_state_specs(self):
         """[(name, shape without batch, dtype)] of the states (the protocol
@@ -186,9 +145,6 @@ class TransformerXL(SegmentRecurrence):
         memory = (self.mem_len, self.hidden_dim)
         specs = [(f"memory_{n}", memory, self.compute_dtype) for n in range(self.num_layers)]
         return specs + [("memory_mask", (self.mem_len,), MASK_DTYPE)]
-
-    def _relative_biases(self):
-        return (self.content_bias, self.position_bias) if self.tie_relative_biases else None
 
     def _segment(self, hidden, mask, states, training):
         """One segment (batch, L, d) through every layer: (outputs, states)."""
@@ -206,21 +162,5 @@ class TransformerXL(SegmentRecurrence):
         return hidden, new_memories + [update_memory(memory_mask, segment_valid)]
 
     def get_config(self):
-        block = self.blocks[0].get_config()
-        config = {
-            "num_layers": self.num_layers,
-            "num_heads": block["num_heads"],
-            "head_size": block["head_size"],
-            "intermediate_dim": block["intermediate_dim"],
-            "mem_len": self.mem_len,
-            "clamp_len": block["clamp_len"],
-            "same_length": block["same_length"],
-            "pre_lnorm": block["pre_lnorm"],
-            "tie_relative_biases": self.tie_relative_biases,
-            "attention_dropout": block["attention_dropout"],
-            "epsilon": block["epsilon"],
-            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-            "relative_bias_initializer": keras.initializers.serialize(self.relative_bias_initializer),
-        }
+        config = {"mem_len": self.mem_len, "same_length": self.blocks[0].get_config()["same_length"]}
         return {**super().get_config(), **config}
