@@ -58,6 +58,7 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_bag_of_features.py
 	$(PY) benchmarks/bench_tabl.py
 	$(PY) benchmarks/bench_transformer_xl.py
+	$(PY) benchmarks/bench_segment_cache.py
 
 clean:
 	rm -rf $(VENV) $(REFERENCE) demo_output build *.egg-info

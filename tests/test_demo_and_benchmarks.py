@@ -113,3 +113,11 @@ def test_transformer_xl_benchmark_quick(tmp_path):
     assert "Quick smoke-test run" in text
     rows = [line for line in text.splitlines() if line.startswith("| 16 |") or line.startswith("| 32 |")]
     assert len(rows) == 2 and all("×" in row for row in rows)
+
+
+def test_segment_cache_benchmark_quick(tmp_path):
+    text = run_quick("bench_segment_cache.py", tmp_path)
+    assert "<!-- bench_segment_cache:start -->" in text and "<!-- bench_segment_cache:end -->" in text
+    assert "Quick smoke-test run" in text
+    rows = [line for line in text.splitlines() if line.startswith("| 4 | 3 |")]
+    assert len(rows) == 2 and all(row.count("×") == 2 for row in rows)

@@ -243,3 +243,26 @@ def test_on_jax():
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert " passed" in result.stdout and "skipped" not in result.stdout, result.stdout[-500:]
+
+
+def test_saved_model_step_by_segment(tmp_path):
+    """SavedModel `step` (with `chunk_length`) fed one segment at a time
+    from `initial_state` gives Keras' outputs, padding included."""
+    import tensorflow as tf
+
+    from keras_relrec.export import export_saved_model
+
+    inputs = keras.Input((None, D), name="sequence")
+    model = keras.Model(inputs, make_cache(summary="bilstm")(keras.layers.Masking(0.0)(inputs)))
+    x, valid = masked_input(9, segments=5)
+    x = np.where(valid[..., None], x, 0.0).astype("float32")[:, : 4 * L]
+    want = model.predict(x, verbose=0)
+    assert export_saved_model(model, tmp_path / "sm") == ["serve", "step", "initial_state", "chunk_length"]
+    loaded = tf.saved_model.load(str(tmp_path / "sm"))
+    np.testing.assert_allclose(loaded.serve({"sequence": x})["output"], want, atol=ATOL)
+    states, outputs = loaded.initial_state(tf.constant(3)), []
+    for start in range(0, 4 * L, L):
+        result = loaded.step({"sequence": x[:, start : start + L], **states})
+        outputs.append(result.pop("output"))
+        states = result
+    np.testing.assert_allclose(np.concatenate(outputs, 1), want, atol=ATOL)
