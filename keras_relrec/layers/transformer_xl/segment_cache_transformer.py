@@ -2,6 +2,7 @@
 
 import math
 
+import keras
 from keras import ops
 
 from keras_relrec.layers.transformer_xl.segment_recurrence import MASK_DTYPE
@@ -58,6 +59,13 @@ class SegmentCacheTransformer(SegmentRecurrence):
       the layer norm, which would otherwise undo it). Stored keys and values
       are stop-gradient. `relevance_weighting=False` fixes α = 1 (recall
       still picks the top k).
+    - **Exploration** (`explore_recall=True`, off by default): in training,
+      the k slots are drawn from α without replacement (Gumbel-top-k)
+      instead of taken as the top k, so that every filled slot is tried
+      and its α learns; at inference the top k. The summary only learns
+      about the slots it recalls, and without it a segment it ranks low
+      at the start may never be recalled (the long-range recall tutorial
+      shows the difference).
     - **Distances.** A recalled slot keeps its true distance: slot s is
       N − s segments old (the FIFO moves every slot one place per segment
       with a valid position), so position p of slot s is (N − s)·L + i − p
@@ -96,6 +104,7 @@ class SegmentCacheTransformer(SegmentRecurrence):
         summary_dim: The key width (default: hidden_dim).
         summary_layers: Depth of the `"mlp"` summary.
         relevance_weighting: Whether recalled values are scaled by α.
+        explore_recall: Whether training draws the recalled slots from α.
         vocabulary_size: With it, the inputs are token ids, embedded and
             scaled by sqrt(d); without it, (batch, steps, hidden_dim).
         clamp_len, pre_lnorm, tie_relative_biases, dropout,
@@ -141,6 +150,7 @@ class SegmentCacheTransformer(SegmentRecurrence):
         summary_dim=None,
         summary_layers=2,
         relevance_weighting=True,
+        explore_recall=False,
         vocabulary_size=None,
         clamp_len=None,
         pre_lnorm=False,
@@ -175,6 +185,10 @@ class SegmentCacheTransformer(SegmentRecurrence):
         self.query = validation.check_choice("query", query, QUERIES)
         validation.check_choice("summary", summary, KINDS)
         self.relevance_weighting = validation.check_bool("relevance_weighting", relevance_weighting)
+        self.explore_recall = validation.check_bool("explore_recall", explore_recall)
+        self.recall_seed_generator = (
+            keras.random.SeedGenerator(self.seed, name="recall_seed_generator") if self.explore_recall else None
+        )
         self.summary = SegmentSummary(
             self.hidden_dim if summary_dim is None else summary_dim,
             kind=summary,
@@ -221,15 +235,17 @@ class SegmentCacheTransformer(SegmentRecurrence):
     def _recall_for(self, hidden, mask, states, training):
         slot_mask = states[1 + self.num_layers]
         previous_output = states[-1] if self.query == "causal" else None
-        return self.recall(self._query(hidden, mask, slot_mask, previous_output, training), states[0], slot_mask)
+        query = self._query(hidden, mask, slot_mask, previous_output, training)
+        return self.recall(query, states[0], slot_mask, training)
 
-    def recall(self, query, keys, slot_mask):
+    def recall(self, query, keys, slot_mask, training=False):
         """Which slots a segment recalls and with what weight.
 
         Args:
             query: (batch, summary_dim).
             keys: (batch, N, summary_dim).
             slot_mask: (batch, N, L).
+            training: With `explore_recall`, draw the slots instead.
 
         Returns:
             (alpha (batch, N), the softmax over the filled slots; indices
@@ -239,8 +255,14 @@ class SegmentCacheTransformer(SegmentRecurrence):
         logits = ops.einsum("bk,bnk->bn", query, ops.stop_gradient(ops.cast(keys, query.dtype)))
         logits = logits / ops.cast(math.sqrt(self.summary_dim), logits.dtype)
         alpha = masked_softmax(logits, filled)
-        ranked = ops.where(filled, logits, ops.full_like(logits, float("-inf")))
-        _, indices = ops.top_k(ops.stop_gradient(ranked), self.top_k)
+        ranked = ops.stop_gradient(logits)
+        if training and self.explore_recall:
+            # Gumbel-top-k: k slots drawn from α without replacement.
+            uniform = keras.random.uniform(ops.shape(ranked), minval=1e-6, maxval=1.0 - 1e-6,
+                                           dtype="float32", seed=self.recall_seed_generator)
+            ranked = ranked - ops.cast(ops.log(-ops.log(uniform)), ranked.dtype)
+        ranked = ops.where(filled, ranked, ops.full_like(ranked, float("-inf")))
+        _, indices = ops.top_k(ranked, self.top_k)
         return alpha, indices
 
     def _segment(self, hidden, mask, states, training):
@@ -297,5 +319,6 @@ class SegmentCacheTransformer(SegmentRecurrence):
             "summary_dim": self.summary_dim,
             "summary_layers": self.summary.num_layers,
             "relevance_weighting": self.relevance_weighting,
+            "explore_recall": self.explore_recall,
         }
         return {**super().get_config(), **config}

@@ -25,7 +25,7 @@ ATOL = 1e-5
 H, DH, D, DI, L, N = 2, 3, 6, 10, 3, 3
 BACKBONE = {"num_layers": 2, "num_heads": H, "head_size": DH, "hidden_dim": D, "intermediate_dim": DI,
             "segment_len": L}
-JAX_TESTS = "reduces or causal or leaks or gradient or empty or fed_in_turn"
+JAX_TESTS = "reduces or causal or leaks or gradient or empty or fed_in_turn or explored"
 
 
 def make_cache(**kwargs):
@@ -266,3 +266,21 @@ def test_saved_model_step_by_segment(tmp_path):
         outputs.append(result.pop("output"))
         states = result
     np.testing.assert_allclose(np.concatenate(outputs, 1), want, atol=ATOL)
+
+
+def test_explored_recall_draws_from_alpha_in_training_only():
+    """Gumbel-top-k in training: every filled slot is drawn about as often
+    as α says, empty ones never; at inference, the top k."""
+    model = make_cache(top_k=1, explore_recall=True, seed=3)
+    keys = np.zeros((2000, N, model.summary_dim), "float32")
+    keys[:, :, 0] = [0.0, 1.0, 2.0]
+    slot_mask = np.ones((2000, N, L), "float32")
+    slot_mask[:, 0] = 0.0  # an empty slot
+    query = np.zeros((2000, model.summary_dim), "float32")
+    query[:, 0] = np.sqrt(model.summary_dim)
+    alpha, drawn = (ops.convert_to_numpy(t) for t in model.recall(query, keys, slot_mask, training=True))
+    counts = np.bincount(drawn[:, 0], minlength=N) / len(drawn)
+    assert counts[0] == 0
+    np.testing.assert_allclose(counts, alpha[0], atol=0.04)  # α = (0, 0.27, 0.73)
+    _, best = model.recall(query, keys, slot_mask)
+    assert np.all(ops.convert_to_numpy(best) == 2)
