@@ -129,3 +129,28 @@ def test_char_lm_transformer_xl_tiny(tmp_path):
     for name in ("char_lm_transformer_xl.keras", "char_lm_transformer_xl.tflite",
                  "char_lm_transformer_xl_step.tflite", "char_lm_transformer_xl_savedmodel/saved_model.pb"):
         assert (saved / name).is_file()
+
+
+def test_char_lm_with_the_segment_cache_tiny(tmp_path):
+    tutorial = load_tutorial("char_lm_transformer_xl")
+    (result,) = tutorial.main(["--tiny", "--output-dir", str(tmp_path), "--models", tutorial.CACHE])
+    assert result["model"] == "Segment cache" and 0 < result["test_bpc"] < 9
+    backbone = result["keras_model"].get_layer("backbone")
+    assert backbone.top_k == 1 and backbone.num_slots == 8 and backbone.query == "causal"
+
+
+def test_long_range_recall_tiny(tmp_path):
+    tutorial = load_tutorial("long_range_recall")
+    saved = tmp_path / "saved"
+    rows = tutorial.main(["--tiny", "--output-dir", str(tmp_path), "--save-dir", str(saved)])
+    caches = [f"cache ({q},{s})" for q in ("standard", "compute_first") for s in ("dense", "mlp", "bilstm")]
+    assert [r["model"] for r in rows] == ["Transformer-XL, FIFO", *caches, "LSTM"]
+    for r in rows:
+        assert sorted(r["by_distance"]) == list(range(6)) and all(0 <= a <= 1 for a in r["by_distance"].values())
+    for r in rows[1:-1]:
+        assert len(r["recalled"]) == 3 and all(len(e["recalled"]) == 2 for e in r["recalled"])
+    assert (tmp_path / "long_range_recall.png").stat().st_size > 1000
+    card = json.loads((saved / "card.json").read_text())
+    assert card["num_slots"] == 3 and 0 <= card["test_streams_accuracy"] <= 1
+    for name in ("long_range_recall_cache.keras", "long_range_recall_cache_step.tflite", "test_streams.npz"):
+        assert (saved / name).is_file()

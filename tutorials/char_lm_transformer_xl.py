@@ -11,7 +11,12 @@ at it):
 - Transformer-XL with memory (`mem_len` 128: each character sees up to 192
   earlier ones, and more through the layers);
 - the same model without memory (each segment on its own);
-- a stateful LSTM of about the same weight count.
+- a stateful LSTM of about the same weight count;
+- `SegmentCacheTransformer` in place of the FIFO memory (`--models cache`,
+  not run by default): a cache of `--slots` segments of which the
+  `mem_len / segment` most relevant are recalled (the same 128 positions
+  attended), with the causal query (the next characters never choose
+  what is recalled).
 
 It reports bits per character on the test files, plots the validation
 curves, generates a sample with `TransformerXLGenerator`, and can save the
@@ -39,11 +44,13 @@ import numpy as np  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from keras_relrec.layers import SegmentCacheTransformer  # noqa: E402
 from keras_relrec.layers import TransformerXL  # noqa: E402
 from keras_relrec.models import TransformerXLGenerator  # noqa: E402
 
 VOCABULARY = 256
 MODELS = ("Transformer-XL, memory", "Transformer-XL, no memory", "LSTM")
+CACHE = "Segment cache"
 
 
 def corpus(limits):
@@ -67,13 +74,16 @@ def streams(data, batch, length):
     return order(x), order(y)
 
 
-def transformer_xl(args, mem_len, batch, stateful):
-    return TransformerXL(
+def transformer_xl(args, mem_len, batch, stateful, cache=False):
+    common = dict(
         num_layers=args.layers, num_heads=args.heads, head_size=args.width // args.heads,
         hidden_dim=args.width, intermediate_dim=4 * args.width, segment_len=args.segment,
-        mem_len=mem_len, vocabulary_size=VOCABULARY, dropout=args.dropout, stateful=stateful,
+        vocabulary_size=VOCABULARY, dropout=args.dropout, stateful=stateful,
         embeddings_initializer=keras.initializers.RandomNormal(stddev=0.02), seed=args.seed, name="backbone",
     )
+    if cache:
+        return SegmentCacheTransformer(num_slots=args.slots, top_k=args.memory // args.segment, **common)
+    return TransformerXL(mem_len=mem_len, **common)
 
 
 def language_model(kind, args, batch=None, stateful=True):
@@ -83,8 +93,10 @@ def language_model(kind, args, batch=None, stateful=True):
         hidden = keras.layers.Embedding(VOCABULARY, args.width)(tokens)
         hidden = keras.layers.LSTM(lstm_units(args), return_sequences=True, stateful=stateful)(hidden)
     else:
-        hidden = transformer_xl(args, args.memory if kind == MODELS[0] else 0, batch, stateful)(tokens)
-    return keras.Model(tokens, keras.layers.Dense(VOCABULARY, name="head")(hidden), name=kind.split(",")[0])
+        hidden = transformer_xl(args, args.memory if kind == MODELS[0] else 0, batch, stateful,
+                                cache=kind == CACHE)(tokens)
+    name = kind.split(",")[0].replace(" ", "_")
+    return keras.Model(tokens, keras.layers.Dense(VOCABULARY, name="head")(hidden), name=name)
 
 
 def lstm_units(args):
@@ -207,6 +219,9 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--segment", type=int, default=64)
     parser.add_argument("--memory", type=int, default=128)
+    parser.add_argument("--slots", type=int, default=8, help="segments in the cache")
+    parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS) + [CACHE],
+                        help="the models to train (the cache is not trained by default)")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--width", type=int, default=64)
@@ -224,13 +239,15 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     data = corpus((args.train_chars, args.eval_chars, args.eval_chars))
     print(f"corpus: {len(data[0]):,} training, {len(data[1]):,} validation, {len(data[2]):,} test characters")
-    results = [train(kind, data, args) for kind in MODELS]
+    results = [train(kind, data, args) for kind in args.models]
     text = table(results)
     (out / "char_lm_results.md").write_text(text)
     plot(results, out)
+    print(text)
+    if results[0]["model"] != MODELS[0]:
+        return results
     generated = sample(results[0], args)
     (out / "char_lm_sample.txt").write_text(generated)
-    print(text)
     print(generated)
     if args.save_dir:
         save(results[0], args, raw or [], pathlib.Path(args.save_dir), data[2])
