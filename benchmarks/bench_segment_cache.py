@@ -91,7 +91,7 @@ def measure(length, slots, k, size, args):
         for jit in (False, True):
             function = tf.function(step, jit_compile=jit)
             row[f"{kind}_{'xla' if jit else 'graph'}"] = median_seconds(
-                lambda f=function: [t.numpy() for t in tf.nest.flatten(f(tokens, states))], args.repeats, 2)
+                lambda f=function, s=states: [t.numpy() for t in tf.nest.flatten(f(tokens, s))], args.repeats, 2)
         if kind == "cache":
             row["cache_tflite"] = litert_step(layer, head, tokens, states, length, args)
     return row
