@@ -10,6 +10,7 @@ from keras_relrec.layers.transformer_xl.segment_recurrence import SegmentRecurre
 from keras_relrec.layers.transformer_xl.segment_summary import KINDS
 from keras_relrec.layers.transformer_xl.segment_summary import SegmentSummary
 from keras_relrec.ops import masked_softmax
+from keras_relrec.ops.relative_attention import update_memory
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
@@ -300,12 +301,10 @@ class SegmentCacheTransformer(SegmentRecurrence):
         valid = ops.ones(ops.shape(hidden)[:2], MASK_DTYPE) if mask is None else ops.cast(mask, MASK_DTYPE)
         new_key = self.summary(ops.stop_gradient(hidden), mask=mask)
 
-        def renew(cache, entry):
-            return ops.stop_gradient(ops.concatenate([cache[:, 1:], ops.cast(entry, cache.dtype)[:, None]], axis=1))
-
-        new_states = [renew(keys, new_key)]
-        new_states += [renew(value, entry) for value, entry in zip(values, inputs_per_layer)]
-        new_states += [renew(slot_mask, valid)]
+        # The memory update of Transformer-XL, one slot at a time.
+        new_states = [update_memory(keys, new_key[:, None])]
+        new_states += [update_memory(value, entry[:, None]) for value, entry in zip(values, inputs_per_layer)]
+        new_states += [update_memory(slot_mask, valid[:, None])]
         if self.query == "causal":
             new_states += [ops.stop_gradient(ops.cast(hidden, previous_output.dtype))]
         return hidden, new_states
