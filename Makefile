@@ -8,7 +8,8 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 INSTALL_INPUTS := setup.py pyproject.toml constraints.txt
 # Two pytest workers: the suite is CPU-bound and the reference machine has
-# two cores.
+# two cores. loadgroup: tests sharing a costly per-process fixture (marked
+# xdist_group) run on one worker.
 WORKERS ?= 2
 
 .PHONY: demo test lint test-slow test-parity bench clean
@@ -32,7 +33,7 @@ lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 
 test: lint
-	$(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS)
+	$(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup
 
 # Long work left out of `make test`: full tutorials, benchmarks.
 test-slow: $(VENV)/.installed-test

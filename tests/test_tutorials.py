@@ -149,8 +149,12 @@ def test_long_range_recall_tiny(tmp_path):
         assert sorted(r["by_distance"]) == list(range(5)) and all(0 <= a <= 1 for a in r["by_distance"].values())
     for r in rows[1:-1]:
         assert len(r["recalled"]) == 3 and all(len(e["recalled"]) == 2 for e in r["recalled"])
+        # k = N = 2 recalls both slots; the facts leave them once D + 1 > 2.
+        assert sorted(r["facts_recalled"]) == list(range(5))
+        assert r["facts_recalled"][0] == r["facts_recalled"][1] == 1 and r["facts_recalled"][2] == 0
     assert (tmp_path / "long_range_recall.png").stat().st_size > 1000
     card = json.loads((saved / "card.json").read_text())
     assert card["num_slots"] == 2 and 0 <= card["test_streams_accuracy"] <= 1
+    assert card["command"] == "python tutorials/long_range_recall.py --tiny --save-dir savedmodels/long_range_recall"
     for name in ("long_range_recall_cache.keras", "long_range_recall_cache_step.tflite", "test_streams.npz"):
         assert (saved / name).is_file()

@@ -14,17 +14,17 @@ segments (16 positions), each trained with the same recipe (8 epochs of
 12,000 streams, Adam with a cosine decay from 3e-3, XLA):
 
 - Transformer-XL with a FIFO memory of 16 positions (`mem_len` = k·L);
-- `SegmentCacheTransformer` with N = `--slots` slots and top-k = 2, for
-  each query mode (`standard`, `compute_first`) and each summary
+- `SegmentCacheTransformer` with N = `--slots` (4) slots and top-k = 2,
+  for each query mode (`standard`, `compute_first`) and each summary
   (`dense`, `mlp`, `bilstm`), exploring its recall in training
-  (`explore_recall`: without it, the summary learned to avoid the facts
-  segment in our trials);
+  (`explore_recall`, Gumbel-top-k; `--no-explore` trains without);
 - an LSTM.
 
 Accuracy is measured at every distance D from 0 to N + 2 on longer
 streams where needed (the cache forgets the facts once they are more than
-N segments old at the question: D + 1 > N), plotted, and for a few test
-streams the segments the cache recalled are shown.
+N segments old at the question: D + 1 > N) and plotted; for the cache,
+also how often the question recalls the facts segment at each D, and
+for a few test streams the segments it recalled and their α.
 
     python tutorials/long_range_recall.py            # the README's figures
     python tutorials/long_range_recall.py --tiny     # seconds, for CI
@@ -94,7 +94,7 @@ def backbone(kind, args):
     query, summary = kind.split(" ")[-1].strip("()").split(",")
     # Exploration: training draws the recalled slots from α (see the layer).
     return SegmentCacheTransformer(num_slots=args.slots, top_k=2, query=query, summary=summary,
-                                   explore_recall=True, seed=args.seed, **common)
+                                   explore_recall=args.explore, seed=args.seed, **common)
 
 
 def model_for(kind, args):
@@ -127,42 +127,50 @@ def kinds(args):
     return [k for k in names if not args.models or any(m in k for m in args.models)]
 
 
-def train(kind, data, args):
-    keras.utils.set_random_seed(args.seed)
-    model = model_for(kind, args)
-    steps = args.epochs * -(-int(0.9 * len(data[0])) // args.batch)
+def fit(model, data, epochs, args):
+    steps = epochs * -(-int(0.9 * len(data[0])) // args.batch)
     schedule = keras.optimizers.schedules.CosineDecay(args.learning_rate, steps)
     model.compile(keras.optimizers.Adam(schedule, clipnorm=1.0),
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True), weighted_metrics=["accuracy"],
                   jit_compile=args.jit)
     x, answers = data
     targets, weights = last_position_targets(x, answers)
-    start = time.perf_counter()
-    history = model.fit(x, targets, sample_weight=weights, batch_size=args.batch, epochs=args.epochs, verbose=0,
+    history = model.fit(x, targets, sample_weight=weights, batch_size=args.batch, epochs=epochs, verbose=0,
                         validation_split=0.1, shuffle=True)
+    return history.history["val_accuracy"]
+
+
+def train(kind, data, args):
+    keras.utils.set_random_seed(args.seed)
+    start = time.perf_counter()
+    model = model_for(kind, args)
+    curve = fit(model, data, args.epochs, args)
     seconds = time.perf_counter() - start
-    print(f"{kind}: validation accuracy by epoch {np.round(history.history['val_accuracy'], 3).tolist()}, "
-          f"{seconds:.0f} s")
-    return model, seconds, history.history["val_accuracy"]
+    print(f"{kind}: validation accuracy by epoch {np.round(curve, 3).tolist()}, {seconds:.0f} s")
+    return model, seconds, curve
 
 
 def by_distance(model, args, rng):
-    """Accuracy at each distance D = 0 … slots + 2 (longer streams when
-    needed: the layers take any length)."""
-    accuracy = {}
+    """At each distance D = 0 … slots + 2 (longer streams when needed: the
+    layers take any length): the accuracy and, for the cache, how often
+    the question segment recalls the facts segment."""
+    accuracy, recalled = {}, {}
     for distance in range(args.slots + 3):
         segments = max(args.segments, distance + 2)
         x, y, _ = streams(args.test_per_distance, segments, [distance], rng)
         accuracy[distance] = float((answer(model, x) == y).mean())
-    return accuracy
+        if model.name == "cache":
+            chosen, _ = question_recall(model, args, x)
+            recalled[distance] = float((chosen == segments - 2 - distance).any(-1).mean())
+    return accuracy, recalled
 
 
-def recalled_segments(model, args, rng, examples=3):
-    """For a few streams: at the last segment, which earlier segments the
-    cache recalled (segments counted from the stream's start) and α."""
+def question_recall(model, args, x):
+    """At each stream's last (question) segment: the earlier segments the
+    cache recalls, counted from the stream's start, (streams, k), and
+    their α."""
     layer = model.get_layer("backbone")
     probe = SegmentCacheTransformer.from_config({**layer.get_config(), "return_state": True})
-    x, _, distance = streams(examples, args.segments, list(range(args.segments - 1)), rng)
     probe(np.zeros((1, SEGMENT, args.width), "float32"))
     probe.set_weights(layer.get_weights())
     # The states before the last segment, then the recall it makes.
@@ -170,14 +178,18 @@ def recalled_segments(model, args, rng, examples=3):
     _, *states = probe(embedding(x[:, :-SEGMENT]))
     alpha, indices = (keras.ops.convert_to_numpy(t)
                       for t in probe.recalled_slots(embedding(x[:, -SEGMENT:]), states))
-    rows = []
-    written = args.segments - 1  # segments in the cache before the last one
-    for n in range(examples):
-        # Slot s holds segment (written − N + s) of the stream.
-        segments = [int(written - args.slots + s) for s in indices[n]]
-        rows.append({"facts_segment": int(args.segments - 2 - distance[n]), "recalled": segments,
-                     "alpha": [round(float(alpha[n, s]), 3) for s in indices[n]]})
-    return rows
+    # Slot s holds segment (written − N + s), written the segments before
+    # the question.
+    written = x.shape[1] // SEGMENT - 1
+    return written - args.slots + indices, np.take_along_axis(alpha, indices, axis=1)
+
+
+def recalled_segments(model, args, rng, examples=3):
+    """For a few streams: which segments the question recalled and α."""
+    x, _, distance = streams(examples, args.segments, list(range(args.segments - 1)), rng)
+    chosen, alpha = question_recall(model, args, x)
+    return [{"facts_segment": int(args.segments - 2 - distance[n]), "recalled": chosen[n].tolist(),
+             "alpha": np.round(alpha[n], 3).tolist()} for n in range(examples)]
 
 
 def plot(results, args, out):
@@ -201,17 +213,26 @@ def table(results, args):
     for r in results:
         cells = " | ".join(f"{r['by_distance'][d]:.2f}" for d in range(args.slots + 3))
         lines.append(f"| {r['model']} | {r['weights']:,} | {cells} | {r['seconds']:.0f} |")
+    lines += ["", "How often the question recalls the facts segment:", "",
+              "| model | " + " | ".join(f"D={d}" for d in range(args.slots + 3)) + " |",
+              "|---|" + "---:|" * (args.slots + 3)]
+    for r in results:
+        if "facts_recalled" in r:
+            cells = " | ".join(f"{r['facts_recalled'][d]:.2f}" for d in range(args.slots + 3))
+            lines.append(f"| {r['model']} | {cells} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="a seconds-long run for CI")
-    parser.add_argument("--slots", type=int, default=6, help="N, the cache's segments")
-    parser.add_argument("--segments", type=int, default=7, help="segments per training stream")
+    parser.add_argument("--slots", type=int, default=4, help="N, the cache's segments")
+    parser.add_argument("--segments", type=int, default=5, help="segments per training stream")
     parser.add_argument("--train", type=int, default=12_000, help="training streams")
     parser.add_argument("--test-per-distance", type=int, default=500)
     parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--no-explore", dest="explore", action="store_false",
+                        help="recall the top k in training too (no exploration)")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=3e-3, help="the start of a cosine decay")
@@ -233,9 +254,11 @@ def main(argv=None):
     results = []
     for kind in kinds(args):
         model, seconds, curve = train(kind, (x, y), args)
+        accuracy, facts_recalled = by_distance(model, args, np.random.default_rng(args.seed + 1))
         result = {"model": kind, "weights": model.count_params(), "seconds": seconds, "curve": curve,
-                  "by_distance": by_distance(model, args, np.random.default_rng(args.seed + 1))}
+                  "by_distance": accuracy}
         if kind.startswith("cache"):
+            result["facts_recalled"] = facts_recalled
             result["recalled"] = recalled_segments(model, args, np.random.default_rng(args.seed + 2))
         if args.save_dir and kind == "cache (standard,dense)":
             save(model, result, args, argv or [], pathlib.Path(args.save_dir))
@@ -268,9 +291,21 @@ def save(model, result, args, argv, folder):
         "top_k": 2,
         "accuracy_by_distance": result["by_distance"],
         "test_streams_accuracy": float((answer(model, x) == y).mean()),
-        "command": "python tutorials/long_range_recall.py " + " ".join(argv),
+        "command": reproduce_command(argv),
     }
     (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+
+
+def reproduce_command(argv):
+    """The command that made the model, with the folders it was given
+    replaced by the repository's (a card names no machine's paths)."""
+    kept, skip = [], False
+    for word in argv:
+        if skip or word.split("=")[0] in ("--output-dir", "--save-dir"):
+            skip = not skip and "=" not in word
+            continue
+        kept.append(word)
+    return " ".join(["python tutorials/long_range_recall.py", *kept, "--save-dir", "savedmodels/long_range_recall"])
 
 
 if __name__ == "__main__":

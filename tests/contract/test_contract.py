@@ -186,7 +186,9 @@ def test_saved_model_export(entry, tmp_path):
 # 8. Other backends and kernels, each in one subprocess for all entries: JAX,
 # and TensorFlow with its portable CPU kernels (oneDNN off, as TensorFlow runs
 # on CPUs it does not tune for, such as AMD's: some ops, like Conv2D in NCHW,
-# exist only in oneDNN). A layer must run wherever TensorFlow runs.
+# exist only in oneDNN). A layer must run wherever TensorFlow runs. The
+# fixture is per process, so its tests form one xdist group: one worker
+# computes it, not each.
 WORKERS = {
     "jax": {"KERAS_BACKEND": "jax"},
     "portable": {"KERAS_BACKEND": "tensorflow", "TF_ENABLE_ONEDNN_OPTS": "0"},
@@ -242,6 +244,7 @@ def sgd_fit_weights(model, x, y):
     return model.get_weights()
 
 
+@pytest.mark.xdist_group("other_backends")
 @entries
 @pytest.mark.parametrize("worker", list(WORKERS))
 def test_other_backends_match_tensorflow(entry, worker, backend_results):
@@ -252,6 +255,7 @@ def test_other_backends_match_tensorflow(entry, worker, backend_results):
         np.testing.assert_allclose(have[f"fit_weight_{i}"], w, atol=ATOL)
 
 
+@pytest.mark.xdist_group("other_backends")
 @masking_entries
 @pytest.mark.parametrize("worker", list(WORKERS))
 def test_other_backends_masking(entry, worker, backend_results):
@@ -262,6 +266,7 @@ def test_other_backends_masking(entry, worker, backend_results):
         np.testing.assert_allclose(have[f"masked_fit_weight_{i}"], w, atol=ATOL, err_msg=f"weight {i}")
 
 
+@pytest.mark.xdist_group("other_backends")
 @dropout_entries
 @pytest.mark.parametrize("worker", list(WORKERS))
 def test_other_backends_dropout(entry, worker, backend_results):

@@ -175,7 +175,7 @@ def cache_np(model, x, valid):
                     alone = block_np(block, alone, np.zeros((0, D)), seg_valid, np.zeros(0, bool), u, v)
                 q = summary_np(model.summary, alone, seg_valid)
             filled = slot_valid.any(1)
-            logits = keys @ q / np.sqrt(model.summary_dim)
+            logits = keys @ q
             alpha = np.zeros(N)
             if filled.any():
                 e = np.exp(logits[filled] - logits[filled].max())

@@ -150,8 +150,7 @@ def test_seed_queries_leak_within_their_segment():
 
 def test_gradient_reaches_the_summary_through_alpha_only():
     """The summary learns through α (which scales the recalled values);
-    with α fixed to 1 it gets no gradient, and never through the keys and
-    values stored in the cache (stop-gradient)."""
+    with α fixed to 1 it gets no gradient."""
     x = np.random.default_rng(6).normal(size=(2, 5 * L, D)).astype("float32")
     for weighting, expect in ((True, True), (False, False)):
         model = make_cache(query="standard", relevance_weighting=weighting)
@@ -159,7 +158,39 @@ def test_gradient_reaches_the_summary_through_alpha_only():
         assert any(np.abs(g).max() > 0 for g in grads) == expect, weighting
 
 
-def gradients(model, x, weights):
+def test_no_gradient_crosses_a_segment():
+    """What an earlier segment computed reaches a later one (a change of
+    an early input changes later outputs) but passes it no gradient: the
+    stored keys and values and the causal query's input are stop-gradient,
+    so the Jacobian is block-diagonal by segment, and the summary learns
+    from the query's side only: the last segment's gradient to its
+    weights is the same with the earlier segments' states given as
+    constants."""
+    x = np.random.default_rng(9).normal(size=(1, 6 * L, D)).astype("float32")
+    segment = np.arange(6 * L) // L
+    for query in ("causal", "standard", "compute_first"):
+        model = make_cache(query=query)
+        jacobian = jacobian_norms(model, x)
+        assert np.all(jacobian[segment[:, None] > segment[None, :]] == 0), query
+        assert np.all(jacobian[segment[:, None] == segment[None, :]].reshape(6, L, L).sum((1, 2)) > 0), query
+        assert perturbation_reach(model, x, 0)[4 * L :].any(), query
+    model = make_cache(query="standard", return_state=True)
+    weights = model.summary.trainable_weights
+    whole = gradients(model, x, weights, last=L)
+    _, *states = model(x[:, :-L])
+    given = gradients(model, x[:, -L:], weights, initial_state=[ops.convert_to_numpy(s) for s in states])
+    assert any(np.abs(g).max() > 0 for g in given)
+    for a, b in zip(whole, given):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def gradients(model, x, weights, last=None, **call_kwargs):
+    """d sum(y²) / d weights, y the outputs (the `last` steps only)."""
+
+    def loss_of(outputs):
+        y = outputs[0] if isinstance(outputs, (list, tuple)) else outputs
+        return ops.sum(y[:, -last:] ** 2) if last else ops.sum(y**2)
+
     if keras.backend.backend() == "jax":
         import jax
 
@@ -167,8 +198,8 @@ def gradients(model, x, weights):
         non_trainable = [v.value for v in model.non_trainable_variables]
 
         def loss(trainable):
-            y, _ = model.stateless_call(trainable, non_trainable, x)
-            return ops.sum(y**2)
+            y, _ = model.stateless_call(trainable, non_trainable, x, **call_kwargs)
+            return loss_of(y)
 
         grads = jax.grad(loss)(trainable)
         index = {id(v): i for i, v in enumerate(model.trainable_variables)}
@@ -176,7 +207,7 @@ def gradients(model, x, weights):
     import tensorflow as tf
 
     with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(model(x) ** 2)
+        loss = loss_of(model(x, **call_kwargs))
     # None: no path from the loss to the weight.
     return [np.zeros(w.shape) if g is None else g.numpy() for w, g in zip(weights, tape.gradient(loss, weights))]
 

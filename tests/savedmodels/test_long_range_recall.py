@@ -1,0 +1,52 @@
+"""The trained segment cache of the long-range recall tutorial in
+savedmodels/ loads in each of its formats, and they agree: `.keras`, the
+SavedModel's `serve` and its `step` fed segment by segment, and the TFLite
+step run segment by segment in LiteRT; the `.keras` model answers the
+card's test streams as the card says, far above chance."""
+
+import json
+import pathlib
+
+import keras
+import numpy as np
+import pytest
+
+from keras_relrec.export import run_streaming
+from tests.savedmodels.formats import saved_model_logits
+
+FOLDER = pathlib.Path(__file__).parents[2] / "savedmodels" / "long_range_recall"
+STEM = "long_range_recall_cache"
+CARD = json.loads((FOLDER / "card.json").read_text())
+STREAMS = np.load(FOLDER / "test_streams.npz")
+FEATURES = STREAMS["features"].astype("float32")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    model = keras.saving.load_model(FOLDER / f"{STEM}.keras", safe_mode=True)
+    return model.predict(FEATURES, verbose=0)
+
+
+def test_keras_file_answers_as_its_card_says(reference):
+    accuracy = float((reference[:, -1].argmax(-1) == STREAMS["answers"]).mean())
+    assert accuracy == pytest.approx(CARD["test_streams_accuracy"])
+    assert accuracy >= 0.9  # chance is 1/16
+
+
+def test_saved_model_serve_and_step_agree(reference):
+    import tensorflow as tf
+
+    np.testing.assert_allclose(saved_model_logits(FOLDER, STEM, "features", FEATURES), reference, atol=1e-4)
+    loaded = tf.saved_model.load(str(FOLDER / f"{STEM}_savedmodel"))
+    length = int(loaded.chunk_length()["chunk_length"])
+    states, outputs = loaded.initial_state(tf.constant(len(FEATURES))), []
+    for start in range(0, FEATURES.shape[1], length):
+        result = loaded.step({"features": FEATURES[:, start : start + length], **states})
+        outputs.append(result.pop("output"))
+        states = result
+    np.testing.assert_allclose(np.concatenate(outputs, 1), reference, atol=1e-4)
+
+
+def test_tflite_step_agrees(reference):
+    result = run_streaming(FOLDER / f"{STEM}_step.tflite", FEATURES)
+    np.testing.assert_allclose(result["output"], reference, atol=1e-4)
