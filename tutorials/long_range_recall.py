@@ -189,7 +189,7 @@ def recalled_segments(model, args, rng, examples=3):
     x, _, distance = streams(examples, args.segments, list(range(args.segments - 1)), rng)
     chosen, alpha = question_recall(model, args, x)
     return [{"facts_segment": int(args.segments - 2 - distance[n]), "recalled": chosen[n].tolist(),
-             "alpha": np.round(alpha[n], 3).tolist()} for n in range(examples)]
+             "alpha": [round(float(a), 3) for a in alpha[n]]} for n in range(examples)]
 
 
 def plot(results, args, out):
