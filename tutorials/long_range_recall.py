@@ -71,7 +71,7 @@ def streams(count, segments, distances, rng):
     # Distractors everywhere first, then the facts and the question.
     fillers = FILLER0 + rng.integers(0, FILLERS, (count, segments, SEGMENT))
     x[rows, positions // SEGMENT, positions % SEGMENT, fillers] = 1
-    facts = segments - 2 - distance
+    facts = facts_segment(segments, distance)
     keys = np.argsort(rng.random((count, KEYS)), axis=1)[:, :SEGMENT]  # eight distinct keys
     values = rng.integers(0, VALUES, (count, SEGMENT))
     x[np.arange(count), facts] = 0.0
@@ -127,52 +127,59 @@ def kinds(args):
     return [k for k in names if not args.models or any(m in k for m in args.models)]
 
 
-def fit(model, data, epochs, args):
-    steps = epochs * -(-int(0.9 * len(data[0])) // args.batch)
+def train(kind, data, args):
+    keras.utils.set_random_seed(args.seed)
+    model = model_for(kind, args)
+    steps = args.epochs * -(-int(0.9 * len(data[0])) // args.batch)
     schedule = keras.optimizers.schedules.CosineDecay(args.learning_rate, steps)
     model.compile(keras.optimizers.Adam(schedule, clipnorm=1.0),
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True), weighted_metrics=["accuracy"],
                   jit_compile=args.jit)
     x, answers = data
     targets, weights = last_position_targets(x, answers)
-    history = model.fit(x, targets, sample_weight=weights, batch_size=args.batch, epochs=epochs, verbose=0,
-                        validation_split=0.1, shuffle=True)
-    return history.history["val_accuracy"]
-
-
-def train(kind, data, args):
-    keras.utils.set_random_seed(args.seed)
     start = time.perf_counter()
-    model = model_for(kind, args)
-    curve = fit(model, data, args.epochs, args)
+    history = model.fit(x, targets, sample_weight=weights, batch_size=args.batch, epochs=args.epochs, verbose=0,
+                        validation_split=0.1, shuffle=True)
     seconds = time.perf_counter() - start
-    print(f"{kind}: validation accuracy by epoch {np.round(curve, 3).tolist()}, {seconds:.0f} s")
-    return model, seconds, curve
+    print(f"{kind}: validation accuracy by epoch {np.round(history.history['val_accuracy'], 3).tolist()}, "
+          f"{seconds:.0f} s")
+    return model, seconds, history.history["val_accuracy"]
 
 
-def by_distance(model, args, rng):
+def facts_segment(segments, distance):
+    """Where `streams` puts the facts: D segments before the question, the
+    last one."""
+    return segments - 2 - distance
+
+
+def by_distance(model, args, rng, probe=None):
     """At each distance D = 0 … slots + 2 (longer streams when needed: the
-    layers take any length): the accuracy and, for the cache, how often
-    the question segment recalls the facts segment."""
+    layers take any length): the accuracy and, with the cache's `probe`,
+    how often the question segment recalls the facts segment."""
     accuracy, recalled = {}, {}
     for distance in range(args.slots + 3):
         segments = max(args.segments, distance + 2)
         x, y, _ = streams(args.test_per_distance, segments, [distance], rng)
         accuracy[distance] = float((answer(model, x) == y).mean())
-        if model.name == "cache":
-            chosen, _ = question_recall(model, args, x)
-            recalled[distance] = float((chosen == segments - 2 - distance).any(-1).mean())
+        if probe is not None:
+            chosen, _ = question_recall(probe, model, args, x)
+            recalled[distance] = float((chosen == facts_segment(segments, distance)).any(-1).mean())
     return accuracy, recalled
 
 
-def question_recall(model, args, x):
-    """At each stream's last (question) segment: the earlier segments the
-    cache recalls, counted from the stream's start, (streams, k), and
-    their α."""
+def recall_probe(model, args):
+    """The cache of `model` (same weights), returning its states."""
     layer = model.get_layer("backbone")
     probe = SegmentCacheTransformer.from_config({**layer.get_config(), "return_state": True})
     probe(np.zeros((1, SEGMENT, args.width), "float32"))
     probe.set_weights(layer.get_weights())
+    return probe
+
+
+def question_recall(probe, model, args, x):
+    """At each stream's last (question) segment: the earlier segments the
+    cache recalls, counted from the stream's start, (streams, k), and
+    their α."""
     # The states before the last segment, then the recall it makes.
     embedding = model.get_layer("embedding")
     _, *states = probe(embedding(x[:, :-SEGMENT]))
@@ -184,11 +191,11 @@ def question_recall(model, args, x):
     return written - args.slots + indices, np.take_along_axis(alpha, indices, axis=1)
 
 
-def recalled_segments(model, args, rng, examples=3):
+def recalled_segments(probe, model, args, rng, examples=3):
     """For a few streams: which segments the question recalled and α."""
     x, _, distance = streams(examples, args.segments, list(range(args.segments - 1)), rng)
-    chosen, alpha = question_recall(model, args, x)
-    return [{"facts_segment": int(args.segments - 2 - distance[n]), "recalled": chosen[n].tolist(),
+    chosen, alpha = question_recall(probe, model, args, x)
+    return [{"facts_segment": int(facts_segment(args.segments, distance[n])), "recalled": chosen[n].tolist(),
              "alpha": [round(float(a), 3) for a in alpha[n]]} for n in range(examples)]
 
 
@@ -254,12 +261,13 @@ def main(argv=None):
     results = []
     for kind in kinds(args):
         model, seconds, curve = train(kind, (x, y), args)
-        accuracy, facts_recalled = by_distance(model, args, np.random.default_rng(args.seed + 1))
+        probe = recall_probe(model, args) if kind.startswith("cache") else None
+        accuracy, facts_recalled = by_distance(model, args, np.random.default_rng(args.seed + 1), probe)
         result = {"model": kind, "weights": model.count_params(), "seconds": seconds, "curve": curve,
                   "by_distance": accuracy}
-        if kind.startswith("cache"):
+        if probe is not None:
             result["facts_recalled"] = facts_recalled
-            result["recalled"] = recalled_segments(model, args, np.random.default_rng(args.seed + 2))
+            result["recalled"] = recalled_segments(probe, model, args, np.random.default_rng(args.seed + 2))
         if args.save_dir and kind == "cache (standard,dense)":
             save(model, result, args, argv or [], pathlib.Path(args.save_dir))
         results.append(result)
@@ -299,12 +307,13 @@ def save(model, result, args, argv, folder):
 def reproduce_command(argv):
     """The command that made the model, with the folders it was given
     replaced by the repository's (a card names no machine's paths)."""
-    kept, skip = [], False
-    for word in argv:
-        if skip or word.split("=")[0] in ("--output-dir", "--save-dir"):
-            skip = not skip and "=" not in word
-            continue
-        kept.append(word)
+    folders = ("--output-dir", "--save-dir")
+    kept, words = [], iter(argv)
+    for word in words:
+        if word in folders:
+            next(words, None)  # its value
+        elif word.split("=")[0] not in folders:
+            kept.append(word)
     return " ".join(["python tutorials/long_range_recall.py", *kept, "--save-dir", "savedmodels/long_range_recall"])
 
 
