@@ -16,7 +16,7 @@ from keras_relrec.export import plan_export
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
 from keras_relrec.layers import PeepholeLSTMCell
-from tests.export.test_tflite_export import stream_saved_model
+from tests.export.saved_model_stream import stream_saved_model
 
 ATOL = 1e-5
 

@@ -12,6 +12,7 @@ from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
 from keras_relrec.layers import CoupledLSTMCell
 from keras_relrec.layers import PeepholeLSTMCell
+from tests.export.saved_model_stream import stream_saved_model
 
 D = 3
 ATOL = 1e-5
@@ -161,19 +162,6 @@ def test_saved_model_has_serve_and_step(tmp_path):
     serve = loaded.serve({"sequence": x})["output"]
     np.testing.assert_allclose(serve, model.predict(x, verbose=0), atol=ATOL)
     np.testing.assert_allclose(stream_saved_model(loaded, x), serve, atol=ATOL)
-
-
-def stream_saved_model(loaded, x):
-    """Feeds `x` frame by frame through a loaded SavedModel's `step`."""
-    import tensorflow as tf
-
-    states = loaded.initial_state(tf.constant(x.shape[0]))
-    outputs = []
-    for t in range(x.shape[1]):
-        result = loaded.step({"sequence": x[:, t], **states})
-        outputs.append(result["output"])
-        states = {k: result[k] for k in states}
-    return np.stack(outputs, 1)
 
 
 @pytest.mark.parametrize("quantize", ["float16", "dynamic_int8", "int8"])

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from keras_relrec.export import run_streaming
+from tests.export.saved_model_stream import stream_saved_model
 from tests.savedmodels.formats import saved_model_logits
 
 FOLDER = pathlib.Path(__file__).parents[2] / "savedmodels" / "long_range_recall"
@@ -38,13 +39,7 @@ def test_saved_model_serve_and_step_agree(reference):
 
     np.testing.assert_allclose(saved_model_logits(FOLDER, STEM, "features", FEATURES), reference, atol=1e-4)
     loaded = tf.saved_model.load(str(FOLDER / f"{STEM}_savedmodel"))
-    length = int(loaded.chunk_length()["chunk_length"])
-    states, outputs = loaded.initial_state(tf.constant(len(FEATURES))), []
-    for start in range(0, FEATURES.shape[1], length):
-        result = loaded.step({"features": FEATURES[:, start : start + length], **states})
-        outputs.append(result.pop("output"))
-        states = result
-    np.testing.assert_allclose(np.concatenate(outputs, 1), reference, atol=1e-4)
+    np.testing.assert_allclose(stream_saved_model(loaded, FEATURES, "features"), reference, atol=1e-4)
 
 
 def test_tflite_step_agrees(reference):

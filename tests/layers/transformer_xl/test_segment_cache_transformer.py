@@ -17,6 +17,7 @@ from keras import ops
 from keras_relrec.layers import SegmentCacheTransformer
 from keras_relrec.layers import SegmentSummary
 from keras_relrec.layers import TransformerXL
+from tests.export.saved_model_stream import stream_saved_model
 from tests.layers.transformer_xl.numpy_reference import cache_np
 from tests.layers.transformer_xl.numpy_reference import random_weights
 from tests.layers.transformer_xl.numpy_reference import summary_np
@@ -291,12 +292,7 @@ def test_saved_model_step_by_segment(tmp_path):
     assert export_saved_model(model, tmp_path / "sm") == ["serve", "step", "initial_state", "chunk_length"]
     loaded = tf.saved_model.load(str(tmp_path / "sm"))
     np.testing.assert_allclose(loaded.serve({"sequence": x})["output"], want, atol=ATOL)
-    states, outputs = loaded.initial_state(tf.constant(3)), []
-    for start in range(0, 4 * L, L):
-        result = loaded.step({"sequence": x[:, start : start + L], **states})
-        outputs.append(result.pop("output"))
-        states = result
-    np.testing.assert_allclose(np.concatenate(outputs, 1), want, atol=ATOL)
+    np.testing.assert_allclose(stream_saved_model(loaded, x), want, atol=ATOL)
 
 
 def test_explored_recall_draws_from_alpha_in_training_only():

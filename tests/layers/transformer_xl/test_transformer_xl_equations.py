@@ -13,6 +13,7 @@ import tensorflow as tf
 from keras_relrec.layers import RelativeMultiHeadAttention
 from keras_relrec.layers import TransformerXL
 from keras_relrec.layers import TransformerXLBlock
+from tests.export.saved_model_stream import stream_saved_model
 from tests.layers.transformer_xl.numpy_reference import attention_np
 from tests.layers.transformer_xl.numpy_reference import backbone_np
 from tests.layers.transformer_xl.numpy_reference import block_np
@@ -197,13 +198,7 @@ def test_saved_model_and_quantized_streaming_by_segment(tmp_path):
     loaded = tf.saved_model.load(str(tmp_path / "sm"))
     np.testing.assert_allclose(loaded.serve({"sequence": x})["output"], want, atol=ATOL)
     assert int(loaded.chunk_length()["chunk_length"]) == 3
-    states = loaded.initial_state(tf.constant(2))
-    outputs = []
-    for start in (0, 3, 6):
-        result = loaded.step({"sequence": x[:, start : start + 3], **states})
-        outputs.append(result.pop("output"))
-        states = result
-    np.testing.assert_allclose(np.concatenate(outputs, 1), want, atol=ATOL)
+    np.testing.assert_allclose(stream_saved_model(loaded, x), want, atol=ATOL)
     summary = export_tflite(model, tmp_path / "int8.tflite", streaming=True, quantize="dynamic_int8")
     assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
     # The bound of the package's other dynamic-range int8 exports.
