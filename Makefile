@@ -39,16 +39,19 @@ test: lint
 test-slow: $(VENV)/.installed-test
 	$(PY) -m pytest -q -p no:cacheprovider -m slow
 
-# Parity with HuggingFace's TransfoXL, live: a second environment with
-# torch and transformers 4.35.0 regenerates the committed golden arrays.
+# Parity, live: a second environment with torch and transformers 4.35.0
+# regenerates the committed golden arrays of HuggingFace's TransfoXL and of
+# the public R-Transformer code.
 REFERENCE := .venv-reference
 $(REFERENCE)/.installed:
 	$(PYTHON) -m venv $(REFERENCE)
 	$(REFERENCE)/bin/python -m pip --disable-pip-version-check -q install torch==2.13.0 transformers==4.35.0 numpy
 	touch $@
 
+# R_TRANSFORMER: a checkout of DSE-MSU/R-transformer, for its goldens.
 test-parity: $(VENV)/.installed-test $(REFERENCE)/.installed
-	REFERENCE_PYTHON=$(REFERENCE)/bin/python $(PY) -m pytest -q -p no:cacheprovider tests/migrate/test_hf_transfo_xl.py
+	REFERENCE_PYTHON=$(REFERENCE)/bin/python R_TRANSFORMER=$(R_TRANSFORMER) $(PY) -m pytest -q -p no:cacheprovider \
+		tests/migrate/test_hf_transfo_xl.py tests/layers/local_recurrence/test_r_transformer_goldens.py
 
 # Every benchmark, each rewriting its section of benchmarks/RESULTS.md
 # (about 15 minutes on 2 cores).

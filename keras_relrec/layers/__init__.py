@@ -5,6 +5,8 @@ from keras_relrec.layers.bag_of_features import RecurrentBoFCell
 from keras_relrec.layers.bag_of_features import TwoDAttention
 from keras_relrec.layers.bilinear import TABL
 from keras_relrec.layers.bilinear import BilinearLayer
+from keras_relrec.layers.local_recurrence import LocalRecurrence
+from keras_relrec.layers.local_recurrence import RTransformerBlock
 from keras_relrec.layers.recurrent import CoupledLSTMCell
 from keras_relrec.layers.recurrent import PeepholeConvLSTM2D
 from keras_relrec.layers.recurrent import PeepholeLSTMCell

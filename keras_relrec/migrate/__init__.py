@@ -2,6 +2,7 @@
 
 from keras_relrec.migrate.hf_transfo_xl import load_hf_transfo_xl
 from keras_relrec.migrate.hf_transfo_xl import load_hf_transfo_xl_layer
+from keras_relrec.migrate.r_transformer import load_r_transformer_block
 from keras_relrec.migrate.sonnet_relational_memory import load_sonnet_checkpoint
 from keras_relrec.migrate.sonnet_relational_memory import load_sonnet_relational_memory
 from keras_relrec.migrate.sonnet_relational_memory import read_sonnet_checkpoint

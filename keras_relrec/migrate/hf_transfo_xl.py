@@ -35,23 +35,10 @@ empty memory. To compute what HF computes from `mems=None`, start from
 `initial_state=[zeros…, ones((batch, mem_len))]` (zeros that count).
 """
 
-import numpy as np
+from keras_relrec.migrate.state_dict import assign
+from keras_relrec.migrate.state_dict import take
 
-
-def _check(name, array, shape):
-    if tuple(array.shape) != tuple(shape):
-        raise ValueError(
-            f"HuggingFace weight '{name}' must have shape {tuple(shape)} for this layer; "
-            f"received shape {tuple(array.shape)}."
-        )
-    return array
-
-
-def _take(state_dict, name, used):
-    if name not in state_dict:
-        raise ValueError(f"The state dict has no weight '{name}', which this layer needs.")
-    used.add(name)
-    return np.asarray(state_dict[name])
+SOURCE = "HuggingFace"
 
 
 def _block_values(block, state_dict, prefix, used, own_biases):
@@ -60,7 +47,7 @@ def _block_values(block, state_dict, prefix, used, own_biases):
     width, inner = attention.query_kernel.shape
 
     def get(name, shape):
-        return _check(prefix + name, _take(state_dict, prefix + name, used), shape)
+        return take(state_dict, prefix + name, shape, used, SOURCE)
 
     qkv = get("dec_attn.qkv_net.weight", (3 * inner, width)).T
     values = [
@@ -84,11 +71,6 @@ def _block_values(block, state_dict, prefix, used, own_biases):
     return values
 
 
-def _assign(values):
-    for variable, value in values:
-        variable.assign(value.astype(variable.dtype))
-
-
 def load_hf_transfo_xl_layer(block, state_dict, prefix=""):
     """Loads one `RelPartialLearnableDecoderLayer`'s weights (keys
     `dec_attn.*`, `pos_ff.*` after `prefix`) into a built
@@ -98,7 +80,7 @@ def load_hf_transfo_xl_layer(block, state_dict, prefix=""):
             "load_hf_transfo_xl_layer needs a block with its own relative biases "
             "(shared_relative_biases=False); load shared ones into the backbone."
         )
-    _assign(_block_values(block, state_dict, prefix, set(), own_biases=True))
+    assign(_block_values(block, state_dict, prefix, set(), own_biases=True))
 
 
 def load_hf_transfo_xl(model, state_dict):
@@ -140,11 +122,11 @@ def load_hf_transfo_xl(model, state_dict):
     if model.embedding is not None:
         shape = (model.vocabulary_size, model.hidden_dim)
         name = prefix + "word_emb.emb_layers.0.weight"
-        values.append((model.embedding.embeddings, _check(name, _take(state_dict, name, used), shape)))
+        values.append((model.embedding.embeddings, take(state_dict, name, shape, used, SOURCE)))
     if model.tie_relative_biases:
         heads = tuple(model.content_bias.shape)
         for variable, name in ((model.content_bias, "r_w_bias"), (model.position_bias, "r_r_bias")):
-            values.append((variable, _check(prefix + name, _take(state_dict, prefix + name, used), heads)))
+            values.append((variable, take(state_dict, prefix + name, heads, used, SOURCE)))
         # HF lists the shared pair under every layer too.
         used.update(k for k in state_dict if k.endswith(("dec_attn.r_w_bias", "dec_attn.r_r_bias")))
     for n, block in enumerate(model.blocks):
@@ -154,5 +136,5 @@ def load_hf_transfo_xl(model, state_dict):
     unknown = [k for k in not_loaded if not k.startswith((prefix + "pos_emb.", "crit.", prefix + "crit."))]
     if unknown:
         raise ValueError(f"load_hf_transfo_xl: the model has no place for the weights {unknown[:5]}.")
-    _assign(values)
+    assign(values)
     return not_loaded

@@ -1,8 +1,11 @@
 """Math that several layer families share, written with `keras.ops` only."""
 
 from keras_relrec.ops.codeword_similarity import codeword_logits
+from keras_relrec.ops.masking import gather_steps
 from keras_relrec.ops.masking import masked_mean
 from keras_relrec.ops.masking import masked_softmax
+from keras_relrec.ops.masking import valid_steps_back
+from keras_relrec.ops.masking import valid_steps_first
 from keras_relrec.ops.masking import zero_masked
 from keras_relrec.ops.multi_head_attention import merge_heads
 from keras_relrec.ops.multi_head_attention import scaled_dot_product_attention

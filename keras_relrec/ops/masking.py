@@ -65,3 +65,46 @@ def masked_softmax(logits, valid, axis=-1):
     exp = ops.where(valid, ops.exp(ops.where(valid, logits - shift, zeros)), zeros)
     total = ops.sum(exp, axis=axis, keepdims=True)
     return exp / ops.where(total > 0, total, ops.ones_like(total))
+
+
+def _steps(x):
+    return x.shape[1] if x.shape[1] is not None else ops.shape(x)[1]
+
+
+def gather_steps(x, indices):
+    """x[b, indices[b, j]] for (batch, steps, ...) `x` and (batch, n) `indices`."""
+    indices = ops.cast(indices, "int32")
+    while len(indices.shape) < len(x.shape):
+        indices = ops.expand_dims(indices, -1)
+    return ops.take_along_axis(x, indices, axis=1)
+
+
+def valid_steps_first(x, mask):
+    """Moves each row's valid steps, in order, to its front.
+
+    Args:
+        x: (batch, steps, ...).
+        mask: Boolean (batch, steps), true for valid steps.
+
+    Returns:
+        `x` with every row's valid steps first, then its masked steps as
+        zeros (whatever they held), and the number of valid steps per row,
+        (batch,) int32. `valid_steps_back` undoes it.
+    """
+    mask = ops.cast(mask, "bool")
+    steps = _steps(x)
+    positions = ops.arange(steps, dtype="int32")[None]
+    # Distinct keys, so that the order of the sort is defined on every
+    # backend: a valid step keeps its position, a masked one goes after all.
+    keys = ops.where(mask, positions, positions + steps)
+    front = gather_steps(zero_masked(x, mask), ops.argsort(keys, axis=1))
+    return front, ops.sum(ops.cast(mask, "int32"), axis=1)
+
+
+def valid_steps_back(y, mask):
+    """The inverse of `valid_steps_first` for outputs (batch, steps, ...):
+    every valid step gets the output of its place among the valid steps,
+    a masked step zeros."""
+    mask = ops.cast(mask, "bool")
+    rank = ops.maximum(ops.cumsum(ops.cast(mask, "int32"), axis=1) - 1, 0)
+    return zero_masked(gather_steps(y, rank), mask)

@@ -5,7 +5,9 @@ keras_relrec needs a few pieces of Keras that are not exported under
 
 - `DropoutRNNCell`: `keras.layers.RNN` draws dropout masks before its loop
   only for cells that derive from this mixin; a mask drawn inside the
-  cell's `call` breaks under JAX's `lax.scan`.
+  cell's `call` breaks under JAX's `lax.scan`. A layer that runs a cell in
+  its own loop draws and resets them the same way (`draw_dropout_masks`,
+  `reset_dropout_masks`).
 - `ConvLSTMCell`: the convolution plumbing (padding, strides, data formats,
   output shapes) of `keras.layers.ConvLSTM2D`, whose step
   `PeepholeConvLSTM2D` replaces.
@@ -31,6 +33,8 @@ from keras.src.utils.tracking import no_automatic_dependency_tracking as untrack
 __all__ = [
     "ConvLSTMCell",
     "DropoutRNNCell",
+    "draw_dropout_masks",
+    "reset_dropout_masks",
     "get_keras_mask",
     "set_keras_mask",
     "untracked",
@@ -42,6 +46,27 @@ __all__ = [
     "input_layer_name",
     "sublayers",
 ]
+
+
+def draw_dropout_masks(cell, step_inputs, states):
+    """Draws a cell's dropout masks for `step_inputs` (batch, features) and
+    `states` (its state list) before a loop, as `keras.layers.RNN` does, so
+    that the loop itself draws no random numbers (stacked cells included)."""
+    keras.layers.RNN._maybe_config_dropout_masks(_MASK_DRAWER, cell, step_inputs, states)
+
+
+def reset_dropout_masks(cell):
+    """Forgets the masks `draw_dropout_masks` drew, after the loop."""
+    keras.layers.RNN._maybe_reset_dropout_masks(_MASK_DRAWER, cell)
+
+
+class _MaskDrawer:
+    # Keras' two RNN methods recurse through `self` and use nothing else of it.
+    _maybe_config_dropout_masks = keras.layers.RNN._maybe_config_dropout_masks
+    _maybe_reset_dropout_masks = keras.layers.RNN._maybe_reset_dropout_masks
+
+
+_MASK_DRAWER = _MaskDrawer()
 
 
 def functional_graph(model):

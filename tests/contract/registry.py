@@ -385,6 +385,52 @@ ENTRIES = [
         bad_rank_match=r"SegmentSummary expects inputs \(batch, steps, features\)",
         takes_mask=True,
     ),
+    Entry(
+        layers.LocalRecurrence,
+        # Keras' GRU over windows of 3, given as a cell's config (each entry
+        # makes a fresh cell).
+        {"cell": keras.saving.serialize_keras_object(keras.layers.GRUCell(4, bias_initializer="random_normal")),
+         "window_size": 3},
+        (7, 3),
+        bad_kwargs=[
+            ({"window_size": 0}, "window_size"),
+            ({"chunk_size": 0}, "chunk_size"),
+            ({"stateful": "yes"}, "stateful"),
+            ({"cell": keras.layers.Dense(4)}, "cell"),
+        ],
+        bad_rank_match=r"LocalRecurrence expects inputs \(batch, steps, features\)",
+        takes_mask=True,
+    ),
+    Entry(
+        layers.LocalRecurrence,
+        # A cell of the package over windows of 4, three positions at a time
+        # (the last chunk padded).
+        {"cell": keras.saving.serialize_keras_object(layers.PeepholeLSTMCell(4)), "window_size": 4,
+         "chunk_size": 3},
+        (8, 3),
+        variant="chunked-peephole",
+        bad_rank_match=r"LocalRecurrence expects inputs \(batch, steps, features\)",
+        takes_mask=True,
+    ),
+    Entry(
+        layers.RTransformerBlock,
+        # Two local layers, causal attention of two heads, the reference norm.
+        {"num_heads": 2, "window_size": 3, "num_local_layers": 2, "intermediate_dim": 6,
+         "bias_initializer": "random_normal"},
+        (6, 4),
+        bad_kwargs=[
+            ({"num_heads": 0}, "num_heads"),
+            ({"window_size": -1}, "window_size"),
+            ({"num_local_layers": 0}, "num_local_layers"),
+            ({"cell": "tcn"}, "cell"),
+            ({"norm": "rms"}, "norm"),
+            ({"dropout": 1.5}, "dropout"),
+            ({"epsilon": 0.0}, "epsilon"),
+            ({"chunk_size": 0}, "chunk_size"),
+        ],
+        bad_rank_match=r"RTransformerBlock expects inputs \(batch, steps, features\)",
+        takes_mask=True,
+    ),
 ]
 
 RECURRENT_ENTRIES = [e for e in ENTRIES if e.recurrent]

@@ -187,15 +187,16 @@ def test_saved_model_export(entry, tmp_path):
 # and TensorFlow with its portable CPU kernels (oneDNN off, as TensorFlow runs
 # on CPUs it does not tune for, such as AMD's: some ops, like Conv2D in NCHW,
 # exist only in oneDNN). A layer must run wherever TensorFlow runs. The
-# fixture is per process, so its tests form one xdist group: one worker
-# computes it, not each.
+# fixture is computed once per process (session scope: a module fixture would
+# be computed again each time a worker comes back to this module), and its
+# tests form one xdist group: one worker computes it, not each.
 WORKERS = {
     "jax": {"KERAS_BACKEND": "jax"},
     "portable": {"KERAS_BACKEND": "tensorflow", "TF_ENABLE_ONEDNN_OPTS": "0"},
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def backend_results(tmp_path_factory):
     folder = tmp_path_factory.mktemp("backends")
     expected = {}

@@ -10,7 +10,7 @@ from keras import ops
 from keras_relrec.layers.transformer_xl.relative_multi_head_attention import check_clamp_len
 from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerXLBlock
 from keras_relrec.ops import zero_masked
-from keras_relrec.utils import keras_internals
+from keras_relrec.utils import state_variables
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
 
@@ -133,7 +133,7 @@ class SegmentRecurrence(keras.layers.Layer):
                     f"{type(self).__name__}(stateful=True) needs to know its batch size: give the "
                     f"Input a `batch_size`; received input of shape {tuple(input_shape)}."
                 )
-            self._create_state_variables(batch)
+            state_variables.create(self, batch)
 
     def _build_segment(self):
         """Builds what runs on a segment (batch, segment_len, hidden_dim)."""
@@ -149,14 +149,6 @@ class SegmentRecurrence(keras.layers.Layer):
 
     def _relative_biases(self):
         return (self.content_bias, self.position_bias) if self.tie_relative_biases else None
-
-    @keras_internals.untracked
-    def _create_state_variables(self, batch):
-        # Not weights: saving and set_weights skip them, as for Keras' RNN.
-        self.states = [
-            keras.Variable(ops.zeros((batch,) + shape, dtype), trainable=False, dtype=dtype, name=name)
-            for name, shape, dtype in self.streaming_state_specs()
-        ]
 
     def streaming_state_specs(self):
         """[(name, shape without batch, dtype)] of the states (the protocol
@@ -176,10 +168,7 @@ class SegmentRecurrence(keras.layers.Layer):
         return self.get_initial_state(batch_size)
 
     def reset_state(self):
-        if self.states is None:
-            raise ValueError(f"{type(self).__name__}.reset_state() needs a built, stateful layer.")
-        for state in self.states:
-            state.assign(ops.zeros(state.shape, state.dtype))
+        state_variables.reset(self)
 
     # The segment loop.
     def call(self, inputs, mask=None, initial_state=None, training=None):
