@@ -54,7 +54,7 @@ test-parity: $(VENV)/.installed-test $(REFERENCE)/.installed
 		tests/migrate/test_hf_transfo_xl.py tests/layers/local_recurrence/test_r_transformer_goldens.py
 
 # Every benchmark, each rewriting its section of benchmarks/RESULTS.md
-# (about 15 minutes on 2 cores).
+# (about 20 minutes on 2 cores).
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_lstm_cells.py
 	$(PY) benchmarks/bench_tflite.py
@@ -63,6 +63,7 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_tabl.py
 	$(PY) benchmarks/bench_transformer_xl.py
 	$(PY) benchmarks/bench_segment_cache.py
+	$(PY) benchmarks/bench_local_recurrence.py
 
 clean:
 	rm -rf $(VENV) $(REFERENCE) demo_output build *.egg-info

@@ -121,3 +121,11 @@ def test_segment_cache_benchmark_quick(tmp_path):
     assert "Quick smoke-test run" in text
     rows = [line for line in text.splitlines() if line.startswith("| 4 | 3 |")]
     assert len(rows) == 2 and all(row.count("×") == 2 for row in rows)
+
+
+def test_local_recurrence_benchmark_quick(tmp_path):
+    text = run_quick("bench_local_recurrence.py", tmp_path)
+    assert "<!-- bench_local_recurrence:start -->" in text and "<!-- bench_local_recurrence:end -->" in text
+    assert "Quick smoke-test run" in text
+    rows = [line for line in text.splitlines() if line.startswith("| 50 | 3 |")]
+    assert len(rows) == 1 and rows[0].count("×") == 2

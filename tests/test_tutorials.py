@@ -158,3 +158,23 @@ def test_long_range_recall_tiny(tmp_path):
     assert card["command"] == "python tutorials/long_range_recall.py --tiny --save-dir savedmodels/long_range_recall"
     for name in ("long_range_recall_cache.keras", "long_range_recall_cache_step.tflite", "test_streams.npz"):
         assert (saved / name).is_file()
+
+
+def test_sequential_digits_rtransformer_tiny(tmp_path):
+    tutorial = load_tutorial("sequential_digits_rtransformer")
+    saved = tmp_path / "saved"
+    rows, runs = tutorial.main(["--tiny", "--output-dir", str(tmp_path), "--save-dir", str(saved)])
+    assert [r["model"] for r in rows] == list(tutorial.MODELS)
+    weights = [r["weights"] for r in rows]
+    # The baselines are widened to R-Transformer's weight count.
+    assert max(weights) / min(weights) < 1.15
+    for r in runs:
+        assert len(r["curve"]) == 1 and 0 <= r["test_accuracy"] <= 1
+    assert (tmp_path / "sequential_digits_rtransformer.png").stat().st_size > 1000
+    assert "| R-Transformer |" in (tmp_path / "sequential_digits_rtransformer.md").read_text()
+    card = json.loads((saved / "card.json").read_text())
+    assert card["command"] == (
+        "python tutorials/sequential_digits_rtransformer.py --tiny --save-dir savedmodels/sequential_digits"
+    )
+    for name in ("sequential_digits_rtransformer.keras", "sequential_digits_rtransformer.tflite", "test_digits.npz"):
+        assert (saved / name).is_file()

@@ -48,6 +48,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from keras_relrec.layers import SegmentCacheTransformer  # noqa: E402
 from keras_relrec.layers import TransformerXL  # noqa: E402
+from keras_relrec.utils import model_card  # noqa: E402
 
 SEGMENT = 8
 KEYS, VALUES, FILLERS = 16, 16, 8
@@ -299,22 +300,10 @@ def save(model, result, args, argv, folder):
         "top_k": 2,
         "accuracy_by_distance": result["by_distance"],
         "test_streams_accuracy": float((answer(model, x) == y).mean()),
-        "command": reproduce_command(argv),
+        "command": model_card.reproduce_command("tutorials/long_range_recall.py", argv,
+                                                "savedmodels/long_range_recall"),
     }
     (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
-
-
-def reproduce_command(argv):
-    """The command that made the model, with the folders it was given
-    replaced by the repository's (a card names no machine's paths)."""
-    folders = ("--output-dir", "--save-dir")
-    kept, words = [], iter(argv)
-    for word in words:
-        if word in folders:
-            next(words, None)  # its value
-        elif word.split("=")[0] not in folders:
-            kept.append(word)
-    return " ".join(["python tutorials/long_range_recall.py", *kept, "--save-dir", "savedmodels/long_range_recall"])
 
 
 if __name__ == "__main__":

@@ -16,6 +16,15 @@ def check_positive_int(name, value):
     return int(value)
 
 
+def check_non_negative_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(
+            f"Argument `{name}` must be a non-negative integer; received "
+            f"{name}={value!r}."
+        )
+    return int(value)
+
+
 def check_rate(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(

@@ -7,8 +7,9 @@ Usage: KERAS_BACKEND=jax python backend_worker.py DIR SUFFIX
 
 For every `<id>.tf.npz` case in DIR written by the main process, loads the
 `.keras` files named there with nothing but `import keras_relrec`, and writes
-`<id>.<SUFFIX>.npz` with the outputs, the weights after one SGD step and the
-results of the dropout and masking runs.
+`<id>.<SUFFIX>.npz` with the outputs, the weights after one SGD step (and
+whether a step on all-zero inputs stays finite) and the results of the
+dropout and masking runs.
 """
 
 import pathlib
@@ -37,6 +38,14 @@ def main(folder, suffix):
         weights = fit_one_step(model, data["x"], data["y"])
         for i, w in enumerate(weights):
             out[f"fit_weight_{i}"] = np.asarray(w)
+
+        # A step on all-zero inputs (blank pixels, silence) through a Dense
+        # with zero biases stays finite: no sqrt or norm of a constant row
+        # may give 0/0 (JAX's sqrt gradient at 0 times 0 is NaN where
+        # TensorFlow's is not).
+        zeros = keras.saving.load_model(folder / f"{name}.zeros.keras", safe_mode=True)
+        weights = fit_one_step(zeros, np.zeros_like(data["x"]), data["y"])
+        out["zeros_step_finite"] = np.array(all(np.all(np.isfinite(w)) for w in weights))
 
         masked_path = folder / f"{name}.masked.keras"
         if masked_path.exists():

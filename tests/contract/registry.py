@@ -421,7 +421,7 @@ ENTRIES = [
         bad_kwargs=[
             ({"num_heads": 0}, "num_heads"),
             ({"window_size": -1}, "window_size"),
-            ({"num_local_layers": 0}, "num_local_layers"),
+            ({"num_local_layers": -1}, "num_local_layers"),
             ({"cell": "tcn"}, "cell"),
             ({"norm": "rms"}, "norm"),
             ({"dropout": 1.5}, "dropout"),

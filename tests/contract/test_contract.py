@@ -139,6 +139,30 @@ def test_fit_step_and_gradients(entry):
         assert not np.array_equal(a, b), f"{w.path} did not change"
 
 
+def behind_a_dense(entry):
+    """The layer behind a `Dense` with zero biases: all-zero inputs reach
+    it as all-zero rows, with weights before it to take gradients."""
+    inputs = keras.Input(entry.input_shape)
+    dense = keras.layers.Dense(entry.input_shape[-1], kernel_initializer="glorot_uniform")
+    return keras.Model(inputs, entry.make_layer()(dense(inputs)))
+
+
+@entries
+def test_gradients_are_finite_on_constant_inputs(entry):
+    """All-zero and constant inputs (blank pixels, silence) give finite
+    outputs and finite gradients, also to the weights before the layer: no
+    std, norm or sqrt in a layer may reach a 0/0 there."""
+    model = behind_a_dense(entry)
+    for value in (0.0, 1.0):
+        x = np.full_like(entry.make_input(), value)
+        with tf.GradientTape() as tape:
+            out = model(x, training=True)
+            loss = tf.reduce_sum(out**2)
+        assert np.all(np.isfinite(out)), value
+        for w, g in zip(model.trainable_weights, tape.gradient(loss, model.trainable_weights)):
+            assert g is None or np.all(np.isfinite(g)), f"{w.path} at inputs {value}"
+
+
 # 5. XLA.
 @entries
 def test_jit_compile_matches_eager(entry):
@@ -208,6 +232,7 @@ def backend_results(tmp_path_factory):
         model.save(folder / f"{name}.keras")
         case = {"x": x, "y": y}
         record = {"outputs": np.asarray(model(x))}
+        behind_a_dense(entry).save(folder / f"{name}.zeros.keras")
         if entry.recurrent or entry.takes_mask:
             masked = masked_model(entry)
             x_masked = padded_input(entry, x)
@@ -254,6 +279,14 @@ def test_other_backends_match_tensorflow(entry, worker, backend_results):
     np.testing.assert_allclose(have["outputs"], want["outputs"], atol=ATOL)
     for i, w in enumerate(want["fit_weights"]):
         np.testing.assert_allclose(have[f"fit_weight_{i}"], w, atol=ATOL)
+
+
+@pytest.mark.xdist_group("other_backends")
+@entries
+@pytest.mark.parametrize("worker", list(WORKERS))
+def test_other_backends_train_on_constant_inputs(entry, worker, backend_results):
+    _, got = backend_results
+    assert bool(got[worker][entry.id]["zeros_step_finite"])
 
 
 @pytest.mark.xdist_group("other_backends")

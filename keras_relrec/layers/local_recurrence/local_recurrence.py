@@ -45,16 +45,21 @@ class LocalRecurrence(keras.layers.Layer):
     gives at its valid steps what the sequence without padding gives.
 
     **Memory.** No (batch, T, M, features) copy of the windows is made: the
-    cell's k-th step reads the sequence shifted by k, so the forward pass
-    holds the padded input, (B, T + M − 1, features), the cell's states for
-    B·T windows and its outputs, (B, T, units): for an LSTM of u units about
-    B·T·(features + 3u) numbers beside the input, whatever M. Training keeps
-    every step's activations for the gradient, B·T·M times those of one
-    step, as any backpropagation through M steps does. With `chunk_size=C`
-    the windows run C positions at a time at inference (unrolled when the
-    length is known, in a loop otherwise), and the working set is that of
-    B·C windows; the result is the same. In training they run at once
-    (chunking would keep as much for the gradient).
+    cell's k-th step reads the sequence shifted by k. The M steps' input
+    projections do not depend on each other, though, and XLA computes them
+    together: the forward pass then holds about M·B·T·g numbers, g the
+    width of the cell's input projection (3u for a GRU of u units, 4u for
+    an LSTM), which is more than the window copy once g > features (622
+    MiB at B = 1, T = 100,000, M = 16 for a GRU of 32 units;
+    `benchmarks/RESULTS.md`). `chunk_size=C` bounds it: at inference the
+    windows run C positions at a time in a loop, so the working set is
+    that of B·C windows (31 MiB for the same case with C = 1,024, and
+    faster); the result is the same. On TensorFlow a length known when the
+    graph is traced unrolls the chunks instead (its in-place update has no
+    gradient), which bounds nothing under XLA: give the model an unknown
+    length (`keras.Input((None, features))`) to get the loop. In training
+    the windows run at once: the gradient keeps every step's activations,
+    B·T·M times those of one step, whatever the chunking.
 
     **Streaming.** The state is the last M − 1 (valid) inputs. The streaming
     protocol (`keras_relrec.export.stateful_protocol`) steps it frame by
@@ -70,8 +75,8 @@ class LocalRecurrence(keras.layers.Layer):
             a cell's serialized config. Its output size must be an integer.
         window_size: M, the number of steps in each window (≥ 1).
         chunk_size: Optional C: at inference, run the windows C positions
-            at a time, to bound the memory of long sequences. Default: all
-            at once.
+            at a time, to bound the memory of long sequences (see Memory).
+            Default: all at once.
         stateful: Whether the last M − 1 inputs of a call start the next
             (the batch size must be known); `reset_state()` clears them.
         **kwargs: Base `Layer` arguments.
@@ -173,14 +178,15 @@ class LocalRecurrence(keras.layers.Layer):
         if mask is None:
             last_inputs = padded[:, steps:]
         else:
-            # The M − 1 inputs before each row's first masked step.
+            # Each row's last M − 1 valid inputs (its valid steps are first).
             outputs = valid_steps_back(outputs, mask)
             last_inputs = gather_steps(padded, valid[:, None] + ops.arange(self.window_size - 1, dtype="int32"))
         return outputs, last_inputs
 
     def _windows(self, padded, steps, training):
         """The cell over every window of M steps in `padded`, (batch,
-        steps + M − 1, ...) → (batch, steps, units), the M steps unrolled."""
+        steps + M − 1, features) → (batch, steps, units), the M steps
+        unrolled."""
         batch = ops.shape(padded)[0]
         rows = batch * steps
         states = self._initial_cell_state(rows)
@@ -201,18 +207,18 @@ class LocalRecurrence(keras.layers.Layer):
     def _chunked_windows(self, padded, steps):
         """`_windows` C positions at a time (at inference)."""
         chunk, window = self.chunk_size, self.window_size
-        if isinstance(steps, int):
-            # A known number of chunks (always on JAX): unrolled, and so
-            # differentiable on every backend.
+        if isinstance(steps, int) and keras.backend.backend() != "jax":
+            # A known number of chunks on TensorFlow: unrolled, since its
+            # in-place update (below) has no gradient. (JAX's loop has one,
+            # and unrolled chunks would let XLA run them all at once.)
             return ops.concatenate(
                 [self._windows(padded[:, start : start + min(chunk, steps - start) + window - 1],
                                min(chunk, steps - start), False)
                  for start in range(0, steps, chunk)],
                 axis=1,
             )
-        # A length known only when the graph runs (TensorFlow): a loop that
-        # writes each chunk's outputs in place (builtins in TFLite), after
-        # zeros that give the last chunk its C + M − 1 inputs.
+        # A loop that writes each chunk's outputs in place (builtins in
+        # TFLite), after zeros that give the last chunk its C + M − 1 inputs.
         batch = ops.shape(padded)[0]
         count = (steps + chunk - 1) // chunk
         tail = ops.zeros((batch, count * chunk - steps) + self._frame_shape, padded.dtype)

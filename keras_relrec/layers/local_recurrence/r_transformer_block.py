@@ -56,7 +56,9 @@ class RTransformerBlock(keras.layers.Layer):
     Args:
         num_heads: H; must divide the input width d.
         window_size: M, the steps each local recurrence reads.
-        num_local_layers: N (default 1).
+        num_local_layers: N (default 1); 0 gives the pre-norm Transformer
+            block without local recurrence (the paper's ablation), which
+            then knows no order but the causal mask's.
         cell: The local recurrence's cell: `"gru"` (default), `"lstm"` or
             `"simple_rnn"`, Keras' cells of d units (the public code's
             `GRU`, `LSTM` and tanh `RNN`).
@@ -108,7 +110,7 @@ class RTransformerBlock(keras.layers.Layer):
         super().__init__(**kwargs)
         self.num_heads = validation.check_positive_int("num_heads", num_heads)
         self.window_size = validation.check_positive_int("window_size", window_size)
-        self.num_local_layers = validation.check_positive_int("num_local_layers", num_local_layers)
+        self.num_local_layers = validation.check_non_negative_int("num_local_layers", num_local_layers)
         self.cell = validation.check_choice("cell", cell, tuple(CELLS))
         self.intermediate_dim = (
             None if intermediate_dim is None else validation.check_positive_int("intermediate_dim", intermediate_dim)
@@ -251,5 +253,9 @@ class UnbiasedLayerNorm(keras.layers.Layer):
         x32 = ops.cast(x, dtype)
         centred = x32 - ops.mean(x32, axis=-1, keepdims=True)
         variance = ops.sum(ops.square(centred), axis=-1, keepdims=True) / (x.shape[-1] - 1)
-        normed = centred / (ops.sqrt(variance) + self.epsilon)
+        # sqrt's gradient is infinite at 0 (a constant row, e.g. padding):
+        # selected away there, so that it cannot become NaN.
+        positive = variance > 0
+        std = ops.where(positive, ops.sqrt(ops.where(positive, variance, ops.ones_like(variance))), 0.0)
+        normed = centred / (std + self.epsilon)
         return ops.cast(normed * ops.cast(self.gamma, dtype) + ops.cast(self.beta, dtype), x.dtype)
