@@ -1,7 +1,10 @@
 """Repository rules a reviewer would otherwise check by hand."""
 
+import os
 import pathlib
 import re
+import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).parent.parent
 INTERNALS = ROOT / "keras_relrec" / "utils" / "keras_internals.py"
@@ -50,3 +53,33 @@ def test_constraints_pin_registry_releases_only():
     pins = [line for line in lines if line and not line.startswith("#")]
     offenders = [line for line in pins if not re.fullmatch(r"[A-Za-z0-9._-]+(\[[^\]]*\])?==[A-Za-z0-9.+!_-]+", line)]
     assert pins and not offenders, offenders
+
+
+def test_xdist_groups_run_on_one_worker(tmp_path):
+    """`make test` runs `--dist loadgroup` so that the tests of one
+    `xdist_group` share a worker and its session fixture (the contract's
+    other-backends results, minutes to compute) is computed once: with the
+    installed pytest and pytest-xdist, a session fixture of a group is set
+    up by one worker only."""
+    (tmp_path / "test_group.py").write_text(
+        "import os, pytest\n"
+        "@pytest.fixture(scope='session')\n"
+        "def shared():\n"
+        "    with open(os.environ['SETUPS'], 'a') as f:\n"
+        "        f.write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n"
+        "@pytest.mark.xdist_group('g')\n"
+        "@pytest.mark.parametrize('a', range(8))\n"
+        "def test_grouped(a, shared):\n"
+        "    pass\n"
+        "@pytest.mark.parametrize('a', range(8))\n"
+        "def test_free(a):\n"
+        "    pass\n"
+    )
+    setups = tmp_path / "setups.txt"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
+         "test_group.py"],
+        cwd=tmp_path, env={**os.environ, "SETUPS": str(setups)}, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert len(setups.read_text().split()) == 1, setups.read_text()
