@@ -16,3 +16,17 @@ def seeded():
 
 # The golden-array scripts need torch; they are run, not collected.
 collect_ignore = ["goldens"]
+
+# Tests of a minute or more on two cores (measured with --durations): run
+# first, so that `make test`'s two workers finish together rather than one
+# waiting on a long test at the end.
+HEAVY = (
+    "tests/test_tutorials.py",
+    "tests/test_demo_and_benchmarks.py",
+    "test_on_jax",
+    "tests/contract/test_contract.py::test_other_backends",
+)
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: not any(part in item.nodeid for part in HEAVY))  # a stable sort

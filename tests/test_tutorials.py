@@ -143,7 +143,7 @@ def test_long_range_recall_tiny(tmp_path):
     tutorial = load_tutorial("long_range_recall")
     saved = tmp_path / "saved"
     rows = tutorial.main(["--tiny", "--output-dir", str(tmp_path), "--save-dir", str(saved)])
-    caches = ["cache (standard,dense)", "cache (standard,mlp)", "cache (compute_first,bilstm)"]
+    caches = ["cache (standard,dense)", "cache (compute_first,bilstm)"]
     assert [r["model"] for r in rows] == ["Transformer-XL, FIFO", *caches, "LSTM"]
     for r in rows:
         assert sorted(r["by_distance"]) == list(range(5)) and all(0 <= a <= 1 for a in r["by_distance"].values())
