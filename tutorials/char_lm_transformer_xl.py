@@ -47,6 +47,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from keras_relrec.layers import SegmentCacheTransformer  # noqa: E402
 from keras_relrec.layers import TransformerXL  # noqa: E402
 from keras_relrec.models import TransformerXLGenerator  # noqa: E402
+from keras_relrec.utils import model_card  # noqa: E402
 
 VOCABULARY = 256
 MODELS = ("Transformer-XL, memory", "Transformer-XL, no memory", "LSTM")
@@ -188,7 +189,8 @@ def save(result, args, argv, folder, test_data):
         "test_bpc": result["test_bpc"],
         "test_snippet": bytes(snippet.astype(np.uint8)).decode("latin-1"),
         "snippet_bpc": snippet_bits(model, snippet),
-        "command": "python tutorials/char_lm_transformer_xl.py " + " ".join(argv),
+        "command": model_card.reproduce_command("tutorials/char_lm_transformer_xl.py", argv,
+                                                "savedmodels/char_lm_transformer_xl"),
     }
     (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
 

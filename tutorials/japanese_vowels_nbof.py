@@ -44,6 +44,7 @@ from keras_relrec.datasets import load_japanese_vowels  # noqa: E402
 from keras_relrec.datasets.japanese_vowels import NUM_CLASSES  # noqa: E402
 from keras_relrec.models import nbof_classifier  # noqa: E402
 from keras_relrec.models import recurrent_nbof_classifier  # noqa: E402
+from keras_relrec.utils import model_card  # noqa: E402
 
 # The longest utterance of the set: the temporal attention needs a fixed length.
 MAX_LENGTH = 29
@@ -133,7 +134,8 @@ def save(model, kind, accuracy, args, argv, folder):
         "max_length": MAX_LENGTH,
         "seed": args.first_seed,
         "test_accuracy": accuracy,
-        "command": "python tutorials/japanese_vowels_nbof.py " + " ".join(argv),
+        "command": model_card.reproduce_command("tutorials/japanese_vowels_nbof.py", argv,
+                                                "savedmodels/japanese_vowels_nbof"),
     }
     (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
 

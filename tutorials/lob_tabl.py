@@ -50,6 +50,7 @@ from keras_relrec.datasets import synthetic_lob  # noqa: E402
 from keras_relrec.models import class_weights  # noqa: E402
 from keras_relrec.models import compile_as_in_paper  # noqa: E402
 from keras_relrec.models import tabl_network  # noqa: E402
+from keras_relrec.utils import model_card  # noqa: E402
 
 KINDS = ("TABL", "BL")
 MAX_NORM = 5.0  # the middle of the paper's 3, 5, 7
@@ -240,7 +241,7 @@ def main(argv=None):
             "test_seed": [args.first_seed, 2],
             "test_size": test_size,
             "test_accuracy": result["accuracy"],
-            "command": "python tutorials/lob_tabl.py " + " ".join(argv),
+            "command": model_card.reproduce_command("tutorials/lob_tabl.py", argv, "savedmodels/lob_tabl"),
         }
         (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     return rows

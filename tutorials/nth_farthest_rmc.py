@@ -42,6 +42,7 @@ from keras_relrec.datasets import nth_farthest  # noqa: E402
 from keras_relrec.datasets.nth_farthest import PAPER  # noqa: E402
 from keras_relrec.datasets.nth_farthest import REDUCED  # noqa: E402
 from keras_relrec.layers import RelationalMemoryCell  # noqa: E402
+from keras_relrec.utils import model_card  # noqa: E402
 
 PAPER_RESULTS = "RMC about 91%, LSTM and DNC about 30% (8 vectors of 16 dimensions)"
 # The smallest instance of the task that still needs a comparison of
@@ -242,7 +243,8 @@ def main(argv=None):
             "rmc": rmc_config,
             "test_accuracy": results[0]["accuracy"],
             "examples_seen": results[0]["examples"],
-            "command": "python tutorials/nth_farthest_rmc.py " + " ".join(argv or []),
+            "command": model_card.reproduce_command("tutorials/nth_farthest_rmc.py", argv or [],
+                                                    "savedmodels/nth_farthest_rmc"),
         }
         (save / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     return results

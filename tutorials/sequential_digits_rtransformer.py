@@ -115,7 +115,17 @@ def matched_width(kind, target, args):
     multiple of the heads for the attention models)."""
     step = args.heads if kind == "Transformer" else 1
     widths = range(step, 4 * args.width + 1, step)
-    return min(widths, key=lambda w: abs(build(kind, w, args).count_params() - target))
+
+    def count(width):
+        return build(kind, width, args).count_params()
+
+    # Counts grow with the width: bisect for the first width at or above
+    # the target, then take the nearer of it and the one before.
+    low, high = 0, len(widths) - 1
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (middle + 1, high) if count(widths[middle]) < target else (low, middle)
+    return min(widths[max(low - 1, 0) : low + 1], key=lambda w: abs(count(w) - target))
 
 
 def train(kind, width, data, seed, args):

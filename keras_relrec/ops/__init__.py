@@ -10,5 +10,6 @@ from keras_relrec.ops.masking import zero_masked
 from keras_relrec.ops.multi_head_attention import merge_heads
 from keras_relrec.ops.multi_head_attention import scaled_dot_product_attention
 from keras_relrec.ops.multi_head_attention import split_heads
+from keras_relrec.ops.shapes import axis_size
 from keras_relrec.ops.two_d_attention import two_d_attention
 from keras_relrec.ops.two_d_attention import two_d_attention_weights

@@ -4,6 +4,8 @@ multiplication by zero would not ensure (NaN · 0 is NaN)."""
 
 from keras import ops
 
+from keras_relrec.ops.shapes import axis_size
+
 
 def _broadcast_mask(mask, x):
     """`mask` as a boolean tensor with `x`'s rank (trailing axes of one)."""
@@ -67,10 +69,6 @@ def masked_softmax(logits, valid, axis=-1):
     return exp / ops.where(total > 0, total, ops.ones_like(total))
 
 
-def _steps(x):
-    return x.shape[1] if x.shape[1] is not None else ops.shape(x)[1]
-
-
 def gather_steps(x, indices):
     """x[b, indices[b, j]] for (batch, steps, ...) `x` and (batch, n) `indices`."""
     indices = ops.cast(indices, "int32")
@@ -92,7 +90,7 @@ def valid_steps_first(x, mask):
         (batch,) int32. `valid_steps_back` undoes it.
     """
     mask = ops.cast(mask, "bool")
-    steps = _steps(x)
+    steps = axis_size(x, 1)
     positions = ops.arange(steps, dtype="int32")[None]
     # Distinct keys, so that the order of the sort is defined on every
     # backend: a valid step keeps its position, a masked one goes after all.

@@ -4,24 +4,20 @@ relational memory core and the attention layers built after it."""
 from keras import ops
 
 from keras_relrec.ops.masking import masked_softmax
-
-
-def _steps(x):
-    # The static length where there is one: no shape op in the graph.
-    return x.shape[-2] if x.shape[-2] is not None else ops.shape(x)[-2]
+from keras_relrec.ops.shapes import axis_size
 
 
 def split_heads(x, num_heads):
     """(batch, steps, heads · d) → (batch, heads, steps, d)."""
     # -1 for the batch: defined even for an empty batch, since the other
     # sizes are not zero.
-    x = ops.reshape(x, (-1, _steps(x), num_heads, x.shape[-1] // num_heads))
+    x = ops.reshape(x, (-1, axis_size(x, -2), num_heads, x.shape[-1] // num_heads))
     return ops.transpose(x, (0, 2, 1, 3))
 
 
 def merge_heads(x):
     """(batch, heads, steps, d) → (batch, steps, heads · d)."""
-    heads, steps, width = x.shape[1], _steps(x), x.shape[-1]
+    heads, steps, width = x.shape[1], axis_size(x, -2), x.shape[-1]
     return ops.reshape(ops.transpose(x, (0, 2, 1, 3)), (-1, steps, heads * width))
 
 

@@ -8,6 +8,8 @@ is M + i − j; the key is in the future when that is negative.
 
 from keras import ops
 
+from keras_relrec.ops.shapes import axis_size
+
 
 def relative_position_encoding(key_length, width, clamp_len=None, dtype="float32"):
     """R: the sinusoids of the distances key_length − 1, …, 1, 0.
@@ -45,9 +47,7 @@ def relative_shift(scores):
     Args:
         scores: (batch, heads, L, K) with static L and K.
     """
-    _, heads, queries, keys = (
-        size if size is not None else ops.shape(scores)[axis] for axis, size in enumerate(scores.shape)
-    )
+    _, heads, queries, keys = (axis_size(scores, axis) for axis in range(4))
     padded = ops.pad(scores, [[0, 0], [0, 0], [0, 0], [1, 0]])
     padded = ops.reshape(padded, (-1, heads, keys + 1, queries))
     return ops.reshape(padded[:, :, 1:], (-1, heads, queries, keys))
@@ -81,7 +81,7 @@ def relative_attention_mask(queries, memory_length, key_valid=None, window=None)
     key is valid.
 
     Args:
-        queries: L, static.
+        queries: L (an int, or a scalar tensor for a dynamic length).
         memory_length: M, static.
         key_valid: Optional boolean (batch, M + L): false for padding and
             for memory slots not filled yet.
@@ -104,5 +104,5 @@ def update_memory(memory, inputs):
     """The last M positions of [memory; inputs], without gradient: the
     memory the next segment attends to (the paper's SG(·))."""
     joined = ops.concatenate([memory, ops.cast(inputs, memory.dtype)], axis=1)
-    total = joined.shape[1] if joined.shape[1] is not None else ops.shape(joined)[1]
+    total = axis_size(joined, 1)
     return ops.stop_gradient(joined[:, total - memory.shape[1] :])

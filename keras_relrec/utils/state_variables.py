@@ -1,6 +1,7 @@
-"""The states a `stateful=True` layer of the streaming protocol keeps between
-calls, as `keras.layers.RNN` keeps its own: variables that are not weights
-(saving and `set_weights` skip them), one per streaming state."""
+"""The states of a layer of the streaming protocol at the start of a stream
+(zeros of its `streaming_state_specs()`), and those a `stateful=True` layer
+keeps between calls, as `keras.layers.RNN` keeps its own: variables that are
+not weights (saving and `set_weights` skip them), one per streaming state."""
 
 import keras
 from keras import ops
@@ -8,13 +9,17 @@ from keras import ops
 from keras_relrec.utils import keras_internals
 
 
+def zeros(layer, batch):
+    """Zeros of `layer.streaming_state_specs()` for `batch` rows."""
+    return [ops.zeros((batch,) + shape, dtype) for _, shape, dtype in layer.streaming_state_specs()]
+
+
 @keras_internals.untracked
 def create(layer, batch):
-    """Sets `layer.states`: zeros of `layer.streaming_state_specs()` for
-    `batch` rows."""
+    """Sets `layer.states`: variables holding `zeros(layer, batch)`."""
     layer.states = [
-        keras.Variable(ops.zeros((batch,) + shape, dtype), trainable=False, dtype=dtype, name=name)
-        for name, shape, dtype in layer.streaming_state_specs()
+        keras.Variable(value, trainable=False, dtype=dtype, name=name)
+        for value, (name, _, dtype) in zip(zeros(layer, batch), layer.streaming_state_specs())
     ]
 
 

@@ -4,6 +4,7 @@ they do in Keras."""
 
 import numbers
 
+import keras
 import numpy as np
 
 
@@ -117,3 +118,15 @@ def check_numpy_seed(value):
         "Argument `seed` must be None, a non-negative int or a sequence of them; "
         f"received seed={value!r}."
     )
+
+
+def sequence_input_spec(layer, input_shape):
+    """The `InputSpec` of a layer that takes (batch, steps, features) with a
+    known number of features; any other shape raises `ValueError` naming
+    the layer and the shape received."""
+    if len(input_shape) != 3 or input_shape[-1] is None:
+        raise ValueError(
+            f"{type(layer).__name__} expects inputs (batch, steps, features) with a known number of "
+            f"features; received input of shape {tuple(input_shape)}."
+        )
+    return keras.layers.InputSpec(ndim=3, axes={-1: input_shape[-1]})

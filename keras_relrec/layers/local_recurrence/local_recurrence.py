@@ -5,6 +5,7 @@ import keras
 from keras import ops
 from keras import tree
 
+from keras_relrec.ops import axis_size
 from keras_relrec.ops import gather_steps
 from keras_relrec.ops import valid_steps_back
 from keras_relrec.ops import valid_steps_first
@@ -117,12 +118,7 @@ class LocalRecurrence(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        if len(input_shape) != 3 or input_shape[-1] is None:
-            raise ValueError(
-                "LocalRecurrence expects inputs (batch, steps, features) with a known number of "
-                f"features; received input of shape {tuple(input_shape)}."
-            )
-        self.input_spec = keras.layers.InputSpec(ndim=3, axes={-1: input_shape[-1]})
+        self.input_spec = validation.sequence_input_spec(self, input_shape)
         self._frame_shape = (input_shape[-1],)
         if not self.cell.built:
             self.cell.build((None,) + self._frame_shape)
@@ -143,7 +139,7 @@ class LocalRecurrence(keras.layers.Layer):
         return [("inputs", (self.window_size - 1,) + self._frame_shape, self.compute_dtype)]
 
     def streaming_initial_state(self, batch_size):
-        return [ops.zeros((batch_size,) + shape, dtype) for _, shape, dtype in self.streaming_state_specs()]
+        return state_variables.zeros(self, batch_size)
 
     def streaming_step(self, inputs, states, mask=None):
         outputs, last_inputs = self._run(inputs, mask, states[0], False)
@@ -161,7 +157,7 @@ class LocalRecurrence(keras.layers.Layer):
         zeros), and the last M − 1 valid inputs of the two together."""
         inputs = ops.cast(inputs, self.compute_dtype)
         batch = ops.shape(inputs)[0]
-        steps = inputs.shape[1] if inputs.shape[1] is not None else ops.shape(inputs)[1]
+        steps = axis_size(inputs, 1)
         if mask is not None:
             inputs, valid = valid_steps_first(inputs, mask)
         if previous is None:

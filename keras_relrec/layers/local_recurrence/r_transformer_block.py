@@ -5,10 +5,12 @@ import keras
 from keras import ops
 
 from keras_relrec.layers.local_recurrence.local_recurrence import LocalRecurrence
+from keras_relrec.ops import axis_size
 from keras_relrec.ops import merge_heads
 from keras_relrec.ops import scaled_dot_product_attention
 from keras_relrec.ops import split_heads
 from keras_relrec.ops import zero_masked
+from keras_relrec.ops.relative_attention import relative_attention_mask
 from keras_relrec.utils import initializers
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
@@ -126,18 +128,14 @@ class RTransformerBlock(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        if len(input_shape) != 3 or input_shape[-1] is None:
-            raise ValueError(
-                "RTransformerBlock expects inputs (batch, steps, features) with a known number of "
-                f"features; received input of shape {tuple(input_shape)}."
-            )
+        input_spec = validation.sequence_input_spec(self, input_shape)
         width = input_shape[-1]
         if width % self.num_heads:
             raise ValueError(
                 f"Argument `num_heads` must divide the input width {width}; received "
                 f"num_heads={self.num_heads}."
             )
-        self.input_spec = keras.layers.InputSpec(ndim=3, axes={-1: width})
+        self.input_spec = input_spec
         self.local_layers = [
             LocalRecurrence(
                 CELLS[self.cell](
@@ -193,11 +191,8 @@ class RTransformerBlock(keras.layers.Layer):
     def _attention(self, h, mask, training):
         query, key, value = (split_heads(self.attention_dense[part](h), self.num_heads)
                              for part in ("query", "key", "value"))
-        steps = h.shape[1] if h.shape[1] is not None else ops.shape(h)[1]
-        positions = ops.arange(steps, dtype="int32")
-        allowed = positions[None, :] <= positions[:, None]  # key ≤ query
-        if mask is not None:
-            allowed = ops.logical_and(allowed[None, None], mask[:, None, None, :])
+        # Causal, padding never attended: Transformer-XL's mask without memory.
+        allowed = relative_attention_mask(axis_size(h, 1), 0, key_valid=mask)
         attended = scaled_dot_product_attention(
             query, key, value, mask=allowed, dropout=lambda w: self.dropout_layer(w, training=training)
         )

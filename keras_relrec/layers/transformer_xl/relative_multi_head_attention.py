@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_relrec.ops import axis_size
 from keras_relrec.ops import merge_heads
 from keras_relrec.ops import scaled_dot_product_attention
 from keras_relrec.ops import split_heads
@@ -245,7 +246,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         else:
             context = inputs
         new_memory = None if memory is None else update_memory(memory, inputs)
-        queries = inputs.shape[1] if inputs.shape[1] is not None else ops.shape(inputs)[1]
+        queries = axis_size(inputs, 1)
         if inputs.shape[1] == 0:  # nothing to attend from: no weights to read
             outputs = inputs
             scores = ops.zeros((ops.shape(inputs)[0], self.num_heads, 0, memory_length), self.compute_dtype)

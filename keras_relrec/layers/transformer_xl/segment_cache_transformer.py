@@ -1,6 +1,5 @@
 """Transformer-XL with a cache of past segments recalled by relevance."""
 
-
 import keras
 from keras import ops
 

@@ -9,6 +9,7 @@ from keras import ops
 
 from keras_relrec.layers.transformer_xl.relative_multi_head_attention import check_clamp_len
 from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerXLBlock
+from keras_relrec.ops import axis_size
 from keras_relrec.ops import zero_masked
 from keras_relrec.utils import state_variables
 from keras_relrec.utils import validation
@@ -162,7 +163,7 @@ class SegmentRecurrence(keras.layers.Layer):
 
     def get_initial_state(self, batch_size):
         """The states at the start of a stream: zeros (empty memories)."""
-        return [ops.zeros((batch_size,) + shape, dtype) for _, shape, dtype in self.streaming_state_specs()]
+        return state_variables.zeros(self, batch_size)
 
     def streaming_initial_state(self, batch_size):
         return self.get_initial_state(batch_size)
@@ -184,7 +185,7 @@ class SegmentRecurrence(keras.layers.Layer):
 
     def _run(self, inputs, mask, states, training):
         hidden = self._embed(inputs, training)
-        steps = hidden.shape[1] if hidden.shape[1] is not None else ops.shape(hidden)[1]
+        steps = axis_size(hidden, 1)
         if mask is not None:
             mask = ops.cast(mask, "bool")
             hidden = zero_masked(hidden, mask)
@@ -209,7 +210,7 @@ class SegmentRecurrence(keras.layers.Layer):
             return initial_state
         if self.stateful:
             return list(self.states)
-        batch = inputs.shape[0] if inputs.shape[0] is not None else ops.shape(inputs)[0]
+        batch = axis_size(inputs, 0)
         return self.get_initial_state(batch)
 
     def _embed(self, inputs, training):

@@ -94,17 +94,13 @@ class SegmentSummary(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        if len(input_shape) != 3 or input_shape[-1] is None:
-            raise ValueError(
-                "SegmentSummary expects inputs (batch, steps, features) with a known number of "
-                f"features; received input of shape {tuple(input_shape)}."
-            )
+        input_spec = validation.sequence_input_spec(self, input_shape)
         if self.kind == "bilstm" and input_shape[1] is None:
             raise ValueError(
                 "SegmentSummary(kind='bilstm') unrolls over the segment and needs its length; "
                 f"received input of shape {tuple(input_shape)}."
             )
-        self.input_spec = keras.layers.InputSpec(ndim=3, axes={-1: input_shape[-1]})
+        self.input_spec = input_spec
         shape = tuple(input_shape)
         for layer in self.maps:
             layer.build(shape)

@@ -5,9 +5,6 @@ seed's), where gradients flow, empty slots, and streaming by segments.
 Every test here but the NumPy and export ones is written with `keras.ops`
 and runs on JAX too (`test_on_jax`)."""
 
-import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -18,6 +15,7 @@ from keras_relrec.layers import SegmentCacheTransformer
 from keras_relrec.layers import SegmentSummary
 from keras_relrec.layers import TransformerXL
 from tests.export.saved_model_stream import stream_saved_model
+from tests.jax_rerun import pytest_on_jax
 from tests.layers.transformer_xl.numpy_reference import cache_np
 from tests.layers.transformer_xl.numpy_reference import random_weights
 from tests.layers.transformer_xl.numpy_reference import summary_np
@@ -267,14 +265,7 @@ def test_bad_arguments_name_themselves():
 
 def test_on_jax():
     """The backend-neutral tests above, run again on JAX."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", __file__,
-         "-k", f"({JAX_TESTS}) and not on_jax"],
-        env={**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": root}, capture_output=True, text=True, cwd=root,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert " passed" in result.stdout and "skipped" not in result.stdout, result.stdout[-500:]
+    pytest_on_jax([__file__], f"({JAX_TESTS}) and not on_jax")
 
 
 def test_saved_model_step_by_segment(tmp_path):
