@@ -64,6 +64,7 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_transformer_xl.py
 	$(PY) benchmarks/bench_segment_cache.py
 	$(PY) benchmarks/bench_local_recurrence.py
+	$(PY) benchmarks/bench_relation_transformer.py
 
 clean:
 	rm -rf $(VENV) $(REFERENCE) demo_output build *.egg-info

@@ -24,9 +24,7 @@ Smoke test:
 """
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 
@@ -36,12 +34,14 @@ if _HERE not in sys.path:
 
 import results_file  # noqa: E402
 
-if "--jax-worker" in sys.argv:
+if results_file.jax_worker_argument() is not None:
     os.environ["KERAS_BACKEND"] = "jax"
 results_file.use_tensorflow_backend()
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from results_file import jax_forward  # noqa: E402
+from results_file import jax_version  # noqa: E402
 from results_file import median_seconds  # noqa: E402
 from results_file import section_header  # noqa: E402
 from results_file import write_section  # noqa: E402
@@ -89,34 +89,16 @@ def tensorflow_row(steps, window, args, rnn_times):
 
 def jax_worker(grid, repeats):
     """Runs in a process with KERAS_BACKEND=jax: times and XLA memory."""
-    import jax
-
     rows = []
     for steps, window in grid:
         x = inputs(steps)
         row = {"T": steps, "M": window}
         for name, layer in layers(window).items():
             layer(x[:, :2])
-            variables = ([v.value for v in layer.trainable_variables],
-                         [v.value for v in layer.non_trainable_variables])
-
-            def forward(variables, x, layer=layer):
-                return layer.stateless_call(*variables, x)[0]
-
-            function = jax.jit(forward)
-            row[f"{name}_jax"] = median_seconds(lambda f=function, v=variables, x=x: f(v, x).block_until_ready(),
-                                                repeats, 1)
-            memory = function.lower(variables, x).compile().memory_analysis()
-            row[f"{name}_temp_bytes"] = int(memory.temp_size_in_bytes)
+            call, row[f"{name}_temp_bytes"] = jax_forward(layer, x)
+            row[f"{name}_jax"] = median_seconds(call, repeats, 1)
         rows.append(row)
     return rows
-
-
-def jax_rows(grid, args):
-    command = [sys.executable, os.path.abspath(__file__), "--jax-worker", json.dumps(grid), str(args.repeats)]
-    result = subprocess.run(command, check=True, capture_output=True, text=True,
-                            env={**os.environ, "KERAS_BACKEND": "jax"})
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def mib(count):
@@ -125,7 +107,7 @@ def mib(count):
 
 def render(args, rows):
     lines = section_header("Local recurrence: windows of M steps against the cell over the sequence", args.quick,
-                           {"jax": _jax_version()})
+                           {"jax": jax_version()})
     lines += [
         f"- Cell: `GRUCell({WIDTH})` on {WIDTH} features, batch 1; local = `LocalRecurrence(cell, M)`, RNN = "
         f"`keras.layers.RNN(cell, return_sequences=True)`; medians of {args.repeats} calls after warm-up",
@@ -150,12 +132,6 @@ def render(args, rows):
     return "\n".join(lines) + "\n"
 
 
-def _jax_version():
-    import importlib.metadata
-
-    return importlib.metadata.version("jax")
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     results_file.add_common_arguments(parser, "tiny sizes, a few seconds")
@@ -169,7 +145,7 @@ def main(argv=None):
         grid = [(steps, window) for steps in (1_000, 10_000, 100_000) for window in (4, 8, 16)]
     rnn_times = {}
     rows = [tensorflow_row(steps, window, args, rnn_times) for steps, window in grid]
-    for row, jax_row in zip(rows, jax_rows(grid, args)):
+    for row, jax_row in zip(rows, results_file.jax_rows(__file__, {"grid": grid, "repeats": args.repeats})):
         row.update(jax_row)
     section = write_section(args.output, SECTION, render(args, rows))
     print(section)
@@ -177,9 +153,10 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    if "--jax-worker" in sys.argv:
-        position = sys.argv.index("--jax-worker")
-        print(json.dumps(jax_worker([tuple(g) for g in json.loads(sys.argv[position + 1])],
-                                    int(sys.argv[position + 2]))))
+    work = results_file.jax_worker_argument()
+    if work is not None:
+        import json
+
+        print(json.dumps(jax_worker([tuple(g) for g in work["grid"]], work["repeats"])))
     else:
         main()

@@ -5,6 +5,9 @@
 - `time_once`, `median_seconds`, `round_robin`, `rewarmed`,
   `prepare_and_time`: wall-clock timing.
 - `one_line()`: a failure reason that fits a table cell.
+- `jax_rows()`, `jax_worker_argument()`, `jax_forward()`: run part of a
+  benchmark in a process of its own on JAX, and measure what the XLA
+  program of a layer's forward pass needs.
 - `write_section()`: (re)writes one script's delimited section of a
   Markdown file, leaving the other scripts' sections alone.
 
@@ -187,6 +190,50 @@ def one_line(error):
     if len(reason) > 200:
         reason = reason[:197] + "..."
     return reason.replace("|", "\\|")
+
+
+JAX_WORKER = "--jax-worker"
+
+
+def jax_rows(script, payload):
+    """Runs `script --jax-worker <payload as JSON>` with KERAS_BACKEND=jax
+    and returns what it printed last, as JSON."""
+    import json
+    import subprocess
+
+    command = [sys.executable, os.path.abspath(script), JAX_WORKER, json.dumps(payload)]
+    result = subprocess.run(command, check=True, capture_output=True, text=True,
+                            env={**os.environ, "KERAS_BACKEND": "jax"})
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def jax_worker_argument():
+    """The payload this process was given as a JAX worker, or None when it
+    is not one."""
+    import json
+
+    if JAX_WORKER not in sys.argv:
+        return None
+    return json.loads(sys.argv[sys.argv.index(JAX_WORKER) + 1])
+
+
+def jax_forward(layer, x):
+    """`layer`'s forward pass on `x`, jitted by JAX as a function of its
+    variables, and the temporary bytes its XLA program needs beside its
+    inputs and outputs: `(call, temp_bytes)`, `call()` blocking until
+    done."""
+    import jax
+
+    variables = ([v.value for v in layer.trainable_variables], [v.value for v in layer.non_trainable_variables])
+    function = jax.jit(lambda variables, x: layer.stateless_call(*variables, x)[0])
+    memory = function.lower(variables, x).compile().memory_analysis()
+    return (lambda: jax.block_until_ready(function(variables, x))), int(memory.temp_size_in_bytes)
+
+
+def jax_version():
+    import importlib.metadata
+
+    return importlib.metadata.version("jax")
 
 
 def write_section(path, name, section_body):

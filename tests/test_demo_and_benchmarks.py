@@ -129,3 +129,11 @@ def test_local_recurrence_benchmark_quick(tmp_path):
     assert "Quick smoke-test run" in text
     rows = [line for line in text.splitlines() if line.startswith("| 50 | 3 |")]
     assert len(rows) == 1 and rows[0].count("×") == 2
+
+
+def test_relation_transformer_benchmark_quick(tmp_path):
+    text = run_quick("bench_relation_transformer.py", tmp_path)
+    assert "<!-- bench_relation_transformer:start -->" in text and "<!-- bench_relation_transformer:end -->" in text
+    assert "Quick smoke-test run" in text
+    rows = [line for line in text.splitlines() if line.startswith("| 12 | 10 | 2 |")]
+    assert len(rows) == 1 and rows[0].count("%") == 1 and rows[0].count(" / ") == 2

@@ -178,3 +178,18 @@ def test_sequential_digits_rtransformer_tiny(tmp_path):
     )
     for name in ("sequential_digits_rtransformer.keras", "sequential_digits_rtransformer.tflite", "test_digits.npz"):
         assert (saved / name).is_file()
+
+
+def test_basic_motions_drrt_tiny(tmp_path):
+    tutorial = load_tutorial("basic_motions_drrt")
+    saved = tmp_path / "saved"
+    rows, runs = tutorial.main(["--tiny", "--output-dir", str(tmp_path), "--save-dir", str(saved)])
+    assert [r["model"] for r in rows] == list(tutorial.MODELS)
+    for r in runs:
+        assert 0 <= r["test_accuracy"] <= 1 and r["weights"] > 0
+    assert (tmp_path / "basic_motions_relation_maps.png").stat().st_size > 1000
+    assert "| DRRT (sum) |" in (tmp_path / "basic_motions_drrt.md").read_text()
+    card = json.loads((saved / "card.json").read_text())
+    assert card["command"] == "python tutorials/basic_motions_drrt.py --tiny --save-dir savedmodels/basic_motions"
+    for name in ("basic_motions_drrt.keras", "basic_motions_drrt.tflite", "test_recordings.npz"):
+        assert (saved / name).is_file()

@@ -135,7 +135,7 @@ def train(kind, data, args):
     schedule = keras.optimizers.schedules.CosineDecay(args.learning_rate, steps)
     model.compile(keras.optimizers.Adam(schedule, clipnorm=1.0),
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True), weighted_metrics=["accuracy"],
-                  jit_compile=args.jit)
+                  jit_compile=args.jit, run_eagerly=args.tiny)
     x, answers = data
     targets, weights = last_position_targets(x, answers)
     start = time.perf_counter()
@@ -251,7 +251,8 @@ def main(argv=None):
     parser.add_argument("--save-dir", help="write the cache (standard, dense) model here")
     args = parser.parse_args(argv)
     if args.tiny:
-        # 144 + 16 streams: whole batches of 16, so that no step is traced twice.
+        # 144 + 16 streams in whole batches of 16; eagerly, since tracing
+        # a graph costs more than the few steps.
         args.slots, args.segments, args.train, args.test_per_distance = 2, 5, 160, 8
         args.epochs, args.batch, args.width, args.jit = 1, 16, 8, False
         # Every kind of model, each query and two summaries (the layer's

@@ -10,6 +10,9 @@ from keras_relrec.layers.local_recurrence import RTransformerBlock
 from keras_relrec.layers.recurrent import CoupledLSTMCell
 from keras_relrec.layers.recurrent import PeepholeConvLSTM2D
 from keras_relrec.layers.recurrent import PeepholeLSTMCell
+from keras_relrec.layers.relation_transformer import GlobalRelation
+from keras_relrec.layers.relation_transformer import InteractionTransformer
+from keras_relrec.layers.relation_transformer import RegionalRelation
 from keras_relrec.layers.relational import RelationalMemoryCell
 from keras_relrec.layers.transformer_xl import RelativeMultiHeadAttention
 from keras_relrec.layers.transformer_xl import SegmentCacheTransformer

@@ -130,3 +130,28 @@ def sequence_input_spec(layer, input_shape):
             f"features; received input of shape {tuple(input_shape)}."
         )
     return keras.layers.InputSpec(ndim=3, axes={-1: input_shape[-1]})
+
+
+def pair_input_specs(layer, input_shape, fixed_lengths=False):
+    """The `InputSpec`s of a layer that takes two sequences [A, B], each
+    (batch, steps, features) with a known number of features (and, with
+    `fixed_lengths`, a known number of steps, at least one, which the
+    specs then hold to); anything else raises `ValueError` naming the
+    layer and the shapes received."""
+    shapes = list(input_shape) if isinstance(input_shape, (list, tuple)) else [input_shape]
+    if len(shapes) != 2 or not all(isinstance(s, (list, tuple)) for s in shapes) or any(
+        len(s) != 3 or s[-1] is None for s in shapes
+    ):
+        received = [tuple(s) if isinstance(s, (list, tuple)) else s for s in shapes]
+        raise ValueError(
+            f"{type(layer).__name__} expects two inputs [A, B], each (batch, steps, features) with a known "
+            f"number of features; received input of shape {received if len(shapes) != 1 else received[0]}."
+        )
+    if not fixed_lengths:
+        return [keras.layers.InputSpec(ndim=3, axes={-1: s[-1]}) for s in shapes]
+    if any(s[1] is None or s[1] < 1 for s in shapes):
+        raise ValueError(
+            f"{type(layer).__name__} needs inputs of a known length of at least one step (its weights depend on "
+            f"the lengths); received inputs of shapes {[tuple(s) for s in shapes]}."
+        )
+    return [keras.layers.InputSpec(ndim=3, axes={1: s[1], -1: s[-1]}) for s in shapes]

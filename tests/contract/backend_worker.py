@@ -21,6 +21,19 @@ import numpy as np
 import keras_relrec  # noqa: F401  (registers the layers)
 
 
+def pack(prefix, values):
+    """{prefix_k: array} for one array or a list of them (several inputs or
+    outputs), to store in an .npz."""
+    values = values if isinstance(values, (list, tuple)) else [values]
+    return {f"{prefix}_{k}": np.asarray(v) for k, v in enumerate(values)}
+
+
+def unpack(data, prefix):
+    """What `pack` stored: one array, or a list of them."""
+    values = [data[f"{prefix}_{k}"] for k in range(len(data)) if f"{prefix}_{k}" in data]
+    return values[0] if len(values) == 1 else values
+
+
 def fit_one_step(model, x, y):
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
     model.train_on_batch(x, y)
@@ -33,9 +46,10 @@ def main(folder, suffix):
         name = case.name[: -len(".tf.npz")]
         data = dict(np.load(case))
         out = {}
+        x, y = unpack(data, "x"), unpack(data, "y")
         model = keras.saving.load_model(folder / f"{name}.keras", safe_mode=True)
-        out["outputs"] = np.asarray(model.predict_on_batch(data["x"]))
-        weights = fit_one_step(model, data["x"], data["y"])
+        out.update(pack("outputs", model.predict_on_batch(x)))
+        weights = fit_one_step(model, x, y)
         for i, w in enumerate(weights):
             out[f"fit_weight_{i}"] = np.asarray(w)
 
@@ -44,16 +58,17 @@ def main(folder, suffix):
         # may give 0/0 (JAX's sqrt gradient at 0 times 0 is NaN where
         # TensorFlow's is not).
         zeros = keras.saving.load_model(folder / f"{name}.zeros.keras", safe_mode=True)
-        weights = fit_one_step(zeros, np.zeros_like(data["x"]), data["y"])
+        weights = fit_one_step(zeros, keras.tree.map_structure(np.zeros_like, x), y)
         out["zeros_step_finite"] = np.array(all(np.all(np.isfinite(w)) for w in weights))
 
         masked_path = folder / f"{name}.masked.keras"
         if masked_path.exists():
             masked = keras.saving.load_model(masked_path, safe_mode=True)
-            out["masked_outputs"] = np.asarray(masked.predict_on_batch(data["x_masked"]))
+            x_masked = unpack(data, "x_masked")
+            out.update(pack("masked_outputs", masked.predict_on_batch(x_masked)))
             # Gradients through masked steps too (a masked softmax's).
             flat = keras.saving.load_model(folder / f"{name}.masked_fit.keras", safe_mode=True)
-            for i, w in enumerate(fit_one_step(flat, data["x_masked"], data["y_masked"])):
+            for i, w in enumerate(fit_one_step(flat, x_masked, unpack(data, "y_masked"))):
                 out[f"masked_fit_weight_{i}"] = np.asarray(w)
 
         dropout_path = folder / f"{name}.dropout.keras"
@@ -61,9 +76,9 @@ def main(folder, suffix):
             # Masks drawn inside JAX's `lax.scan` would fail; a training step
             # and a training-mode call must run and draw real masks.
             dropout = keras.saving.load_model(dropout_path, safe_mode=True)
-            fit_one_step(dropout, data["x"], data["y"])
-            out["dropout_train"] = np.asarray(dropout(data["x"], training=True))
-            out["dropout_infer"] = np.asarray(dropout(data["x"], training=False))
+            fit_one_step(dropout, x, y)
+            out["dropout_train"] = np.asarray(dropout(x, training=True))
+            out["dropout_infer"] = np.asarray(dropout(x, training=False))
         np.savez(folder / f"{name}.{suffix}.npz", **out)
 
 

@@ -19,7 +19,9 @@ class Entry:
 
     cls: the public class.
     kwargs: a small constructor configuration.
-    input_shape: one example's shape (no batch axis).
+    input_shape: one example's shape (no batch axis); a list of shapes for
+        a layer of several inputs (the checks vary the first, and read a
+        list of outputs).
     is_cell: whether `cls` is a cell to be wrapped in `keras.layers.RNN`.
     recurrent: whether the layer (or the RNN around the cell) takes the RNN
         arguments (`return_state`, `stateful`, `go_backwards`, masking).
@@ -61,6 +63,27 @@ class Entry:
         variant."""
         return self.cls.__name__ + (f"-{self.variant}" if self.variant else "")
 
+    @property
+    def input_shapes(self):
+        return list(self.input_shape) if isinstance(self.input_shape, list) else [self.input_shape]
+
+    @property
+    def input_names(self):
+        """`sequence` for the first input (the export's checks name it)."""
+        return ["sequence"] + [f"input_{k}" for k in range(1, len(self.input_shapes))]
+
+    def structured(self, values):
+        """One value per input, as the layer takes them: alone or a list."""
+        return list(values) if isinstance(self.input_shape, list) else values[0]
+
+    def make_inputs(self, dynamic_length=False, names=True):
+        """The model's `keras.Input`s; with `dynamic_length` they take any
+        number of time steps."""
+        return [
+            keras.Input(((None,) + shape[1:]) if dynamic_length else shape, name=name if names else None)
+            for shape, name in zip(self.input_shapes, self.input_names)
+        ]
+
     def make_layer(self, **overrides):
         """The layer under test: a cell wrapped in `RNN`, or the layer itself.
 
@@ -81,16 +104,17 @@ class Entry:
     def make_model(self, dynamic_length=False, **overrides):
         """A functional model of the layer alone; with `dynamic_length` its
         input takes any number of time steps."""
-        shape = self.input_shape
-        if dynamic_length:
-            shape = (None,) + shape[1:]
-        inputs = keras.Input(shape, name="sequence")
+        inputs = self.structured(self.make_inputs(dynamic_length))
         return keras.Model(inputs, self.make_layer(**overrides)(inputs))
 
     def make_input(self, batch=3, seed=0, length=None):
+        """Random inputs: an array, or a list of arrays for several inputs
+        (each `length` steps long, when given)."""
         rng = np.random.default_rng(seed)
-        shape = self.input_shape if length is None else (length,) + self.input_shape[1:]
-        return rng.normal(size=(batch,) + shape).astype("float32")
+        return self.structured([
+            rng.normal(size=(batch,) + (shape if length is None else (length,) + shape[1:])).astype("float32")
+            for shape in self.input_shapes
+        ])
 
 
 LSTM_BAD_KWARGS = [
@@ -430,6 +454,52 @@ ENTRIES = [
         ],
         bad_rank_match=r"RTransformerBlock expects inputs \(batch, steps, features\)",
         takes_mask=True,
+    ),
+    Entry(
+        layers.GlobalRelation,
+        # Eq. (5) as written, two inputs of other lengths and widths.
+        {"units": 3},
+        [(6, 4), (5, 3)],
+        bad_kwargs=[
+            ({"units": 0}, "units"),
+            ({"pairwise": "sum"}, "pairwise"),
+        ],
+        bad_rank_match=r"GlobalRelation expects two inputs \[A, B\]",
+        takes_mask=True,
+    ),
+    Entry(
+        layers.RegionalRelation,
+        # Two regions of an equal split; a hidden layer on each pair.
+        {"units": 3, "regions": 2, "pairwise": "concat_relu"},
+        [(6, 4), (5, 3)],
+        bad_kwargs=[
+            ({"units": -1}, "units"),
+            ({"regions": 0}, "regions"),
+            ({"regions": ([0, 1], [0, 0])}, "regions"),
+            ({"pairwise": "cosine"}, "pairwise"),
+        ],
+        bad_rank_match=r"RegionalRelation expects two inputs \[A, B\]",
+        takes_mask=True,
+    ),
+    Entry(
+        layers.InteractionTransformer,
+        # Local recurrence over the maps (its own width), fusion by
+        # concatenation, the dot form: every weight shapes the outputs.
+        {"relation_units": 3, "regions": 2, "fusion": "concat", "pairwise": "dot", "map_window_size": 2,
+         "map_units": 3, "bias_initializer": "random_normal"},
+        [(6, 4), (5, 4)],
+        bad_kwargs=[
+            ({"relation_units": 0}, "relation_units"),
+            ({"regions": -2}, "regions"),
+            ({"fusion": "mean"}, "fusion"),
+            ({"pairwise": "outer"}, "pairwise"),
+            ({"transform_units": 1.5}, "transform_units"),
+            ({"map_window_size": 0}, "map_window_size"),
+            ({"map_units": 0}, "map_units"),
+        ],
+        bad_rank_match=r"InteractionTransformer expects two inputs \[A, B\]",
+        takes_mask=True,
+        fixed_length=True,
     ),
 ]
 

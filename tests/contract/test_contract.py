@@ -22,6 +22,8 @@ from keras_relrec.export import plan_export
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
 from keras_relrec.utils.registration import PUBLIC_LAYERS
+from tests.contract.backend_worker import pack
+from tests.contract.backend_worker import unpack
 from tests.contract.registry import DROPOUT_ENTRIES
 from tests.contract.registry import ENTRIES
 from tests.contract.registry import MASK_ENTRIES
@@ -48,14 +50,38 @@ def test_every_public_layer_has_an_entry():
     assert {e.cls for e in ENTRIES} == set(PUBLIC_LAYERS.values())
 
 
+def as_list(x):
+    """A layer's inputs or outputs as a list (one entry for a single one)."""
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def assert_close(got, want, atol=ATOL, err_msg=""):
+    """Outputs (one tensor or a list) equal within `atol`, one by one."""
+    got, want = as_list(got), as_list(want)
+    assert len(got) == len(want), (len(got), len(want))
+    for k, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=atol, err_msg=f"output {k} {err_msg}")
+
+
+def each_input(entry, x, change):
+    """`change` applied to every input of `x`."""
+    return entry.structured([change(v) for v in as_list(x)])
+
+
+def first_input(entry, x, value):
+    """`x` with its first input replaced by `value`."""
+    return entry.structured([value] + as_list(x)[1:])
+
+
 def sgd_mse(model, **compile_kwargs):
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", **compile_kwargs)
     return model
 
 
 def target_for(model, x, seed=1):
-    shape = model(x).shape
-    return np.random.default_rng(seed).normal(size=shape).astype("float32")
+    rng = np.random.default_rng(seed)
+    targets = [rng.normal(size=out.shape).astype("float32") for out in as_list(model(x))]
+    return targets if isinstance(model.output, (list, tuple)) else targets[0]
 
 
 # 1. Configuration round trip.
@@ -71,7 +97,7 @@ def test_config_round_trip(entry):
     clone = keras.Model.from_config(model.get_config())
     clone.set_weights(model.get_weights())
     x = entry.make_input()
-    np.testing.assert_allclose(clone(x), model(x), atol=ATOL)
+    assert_close(clone(x), model(x))
 
     # The public class itself round-trips too (for a cell, not just the RNN).
     own = entry.cls(**entry.kwargs)
@@ -100,7 +126,7 @@ def test_keras_file_round_trip(entry, tmp_path):
     path = tmp_path / "model.keras"
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)
-    np.testing.assert_array_equal(loaded(x), model(x))
+    assert_close(loaded(x), model(x), atol=0)
 
 
 # 3. Symbolic and eager calls agree; compute_output_shape is the real shape.
@@ -110,10 +136,13 @@ def test_symbolic_eager_and_output_shape(entry):
     layer = model.layers[-1]
     x = entry.make_input()
     eager = layer(x)
-    np.testing.assert_allclose(model(x), eager, atol=ATOL)
-    np.testing.assert_allclose(model.predict_on_batch(x), eager, atol=ATOL)
-    assert tuple(layer.compute_output_shape(x.shape)) == tuple(eager.shape)
-    assert tuple(model.output.shape) == (None,) + tuple(eager.shape[1:])
+    assert_close(model(x), eager)
+    assert_close(model.predict_on_batch(x), eager)
+    shapes = layer.compute_output_shape(entry.structured([v.shape for v in as_list(x)]))
+    if not isinstance(eager, (list, tuple)):
+        shapes = [shapes]
+    assert [tuple(s) for s in shapes] == [tuple(e.shape) for e in as_list(eager)]
+    assert [tuple(o.shape) for o in as_list(model.output)] == [(None,) + tuple(e.shape[1:]) for e in as_list(eager)]
     if entry.is_cell:
         step_shape = (x.shape[0], x.shape[-1])
         out_shape, _ = layer.cell.compute_output_shape(step_shape)
@@ -127,7 +156,8 @@ def test_fit_step_and_gradients(entry):
     x = entry.make_input()
     y = target_for(model, x)
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((model(x, training=True) - y) ** 2)
+        loss = sum(tf.reduce_mean((out - want) ** 2) for out, want in zip(as_list(model(x, training=True)),
+                                                                           as_list(y)))
     grads = tape.gradient(loss, model.trainable_weights)
     for w, g in zip(model.trainable_weights, grads):
         assert g is not None, w.path
@@ -144,9 +174,10 @@ def behind_a_dense(entry):
     pixels, silence) reach it as all-zero rows, with weights before it to
     take gradients. `test_other_backends_train_on_constant_inputs` trains
     it a step on zeros on every backend."""
-    inputs = keras.Input(entry.input_shape)
-    dense = keras.layers.Dense(entry.input_shape[-1], kernel_initializer="glorot_uniform")
-    return keras.Model(inputs, entry.make_layer()(dense(inputs)))
+    inputs = entry.make_inputs(names=False)
+    dense = [keras.layers.Dense(shape[-1], kernel_initializer="glorot_uniform")(x)
+             for x, shape in zip(inputs, entry.input_shapes)]
+    return keras.Model(entry.structured(inputs), entry.make_layer()(entry.structured(dense)))
 
 
 # 5. XLA.
@@ -154,12 +185,12 @@ def behind_a_dense(entry):
 def test_jit_compile_matches_eager(entry):
     model = sgd_mse(entry.make_model(), jit_compile=True)
     x = entry.make_input(batch=4)
-    np.testing.assert_allclose(model.predict_on_batch(x), model(x), atol=ATOL)
+    assert_close(model.predict_on_batch(x), model(x))
     y = target_for(model, x)
     # `fit` feeds batches of unknown size: XLA must compile the training
     # step with a dynamic batch dimension, as in real training.
     model.fit(x, y, batch_size=2, epochs=1, verbose=0)
-    np.testing.assert_allclose(model.predict(x, batch_size=2, verbose=0), model(x), atol=ATOL)
+    assert_close(model.predict(x, batch_size=2, verbose=0), model(x))
 
 
 # 6. Mixed precision.
@@ -178,8 +209,9 @@ def test_mixed_precision(entry, policy):
     finally:
         keras.config.set_dtype_policy(previous)
     assert all(w.dtype == "float32" for w in model.weights)
-    assert keras.backend.standardize_dtype(out.dtype) == compute
-    assert np.all(np.isfinite(np.asarray(tf.cast(out, tf.float32))))
+    for o in as_list(out):
+        assert keras.backend.standardize_dtype(o.dtype) == compute
+        assert np.all(np.isfinite(np.asarray(tf.cast(o, tf.float32))))
     assert all(np.all(np.isfinite(w)) for w in model.get_weights())
 
 
@@ -190,7 +222,7 @@ def test_saved_model_export(entry, tmp_path):
     x = entry.make_input()
     model.export(str(tmp_path / "sm"), format="tf_saved_model", verbose=False)
     reloaded = tf.saved_model.load(str(tmp_path / "sm"))
-    np.testing.assert_allclose(reloaded.serve(x), model(x), atol=ATOL)
+    assert_close(reloaded.serve(x), model(x))
 
 
 # 8. Other backends and kernels, each in one subprocess for all entries: JAX,
@@ -216,22 +248,24 @@ def backend_results(tmp_path_factory):
         x = entry.make_input(batch=4, seed=3)
         y = target_for(model, x)
         model.save(folder / f"{name}.keras")
-        case = {"x": x, "y": y}
-        record = {"outputs": np.asarray(model(x))}
+        case = {**pack("x", x), **pack("y", y)}
+        record = {"outputs": [np.asarray(o) for o in as_list(model(x))]}
         behind_a_dense(entry).save(folder / f"{name}.zeros.keras")
         if entry.recurrent or entry.takes_mask:
             masked = masked_model(entry)
             x_masked = padded_input(entry, x)
             masked.save(folder / f"{name}.masked.keras")
-            case["x_masked"] = x_masked
-            record["masked_outputs"] = np.asarray(masked(x_masked))
+            case.update(pack("x_masked", x_masked))
+            record["masked_outputs"] = [np.asarray(o) for o in as_list(masked(x_masked))]
             # A training step through the masked steps, every output in the
             # loss (flattened: Keras would weigh the loss by a mask of
             # another rank than the outputs' for feature maps).
-            flat = keras.Model(masked.input, keras.layers.Reshape((-1,))(masked.output))
+            flat = [keras.layers.Reshape((-1,))(o) for o in as_list(masked.output)]
+            flat = keras.Model(masked.input, flat[0] if len(flat) == 1 else keras.layers.Concatenate()(flat))
             flat.save(folder / f"{name}.masked_fit.keras")
-            case["y_masked"] = target_for(flat, x_masked)
-            record["masked_fit_weights"] = sgd_fit_weights(flat, x_masked, case["y_masked"])
+            y_masked = target_for(flat, x_masked)
+            case.update(pack("y_masked", y_masked))
+            record["masked_fit_weights"] = sgd_fit_weights(flat, x_masked, y_masked)
             if entry.recurrent and entry.dropout_kwargs:
                 entry.make_model(**entry.dropout_kwargs).save(
                     folder / f"{name}.dropout.keras"
@@ -262,7 +296,7 @@ def sgd_fit_weights(model, x, y):
 def test_other_backends_match_tensorflow(entry, worker, backend_results):
     expected, got = backend_results
     want, have = expected[entry.id], got[worker][entry.id]
-    np.testing.assert_allclose(have["outputs"], want["outputs"], atol=ATOL)
+    assert_close(unpack(have, "outputs"), want["outputs"])
     for i, w in enumerate(want["fit_weights"]):
         np.testing.assert_allclose(have[f"fit_weight_{i}"], w, atol=ATOL)
 
@@ -281,7 +315,7 @@ def test_other_backends_train_on_constant_inputs(entry, worker, backend_results)
 def test_other_backends_masking(entry, worker, backend_results):
     expected, got = backend_results
     want, have = expected[entry.id], got[worker][entry.id]
-    np.testing.assert_allclose(have["masked_outputs"], want["masked_outputs"], atol=ATOL)
+    assert_close(unpack(have, "masked_outputs"), want["masked_outputs"])
     for i, w in enumerate(want["masked_fit_weights"]):
         np.testing.assert_allclose(have[f"masked_fit_weight_{i}"], w, atol=ATOL, err_msg=f"weight {i}")
 
@@ -306,10 +340,12 @@ def test_invalid_constructor_arguments(entry):
 
 @entries
 def test_invalid_input_shapes(entry):
-    shape = entry.input_shape
-    # Wrong rank (batch, features), when the layer is first built.
+    shape = entry.input_shapes[0]
+    # Wrong rank (batch, features) of the first input, when the layer is
+    # first built.
+    others = entry.make_inputs(names=False)[1:]
     with pytest.raises(ValueError, match=entry.bad_rank_match):
-        entry.make_layer()(keras.Input(shape[-1:]))
+        entry.make_layer()(entry.structured([keras.Input(shape[-1:])] + others))
     # Wrong size of the axis the layer was built for (the features, unless
     # the entry says otherwise).
     layer = entry.make_layer()
@@ -318,7 +354,7 @@ def test_invalid_input_shapes(entry):
     wrong = list(shape)
     wrong[axis] += 1
     with pytest.raises(ValueError, match=f"expected axis .* to have value {shape[axis]}"):
-        layer(np.zeros((2,) + tuple(wrong), "float32"))
+        layer(first_input(entry, entry.make_input(batch=2), np.zeros((2,) + tuple(wrong), "float32")))
 
 
 def assert_names_the_shape(error):
@@ -332,19 +368,22 @@ def test_call_time_inputs(entry):
     `ValueError`, or the right answer, never a backend error or a silent
     broadcast."""
     x = entry.make_input(batch=2)
-    rank = x.ndim
-    wrong_ranks = [bad for bad in (x[:, 0], x[..., None]) if bad.ndim not in entry.other_ranks]
-    # The wrong rank at the first call: the layer's own message.
+    first = as_list(x)[0]
+    rank = first.ndim
+    wrong_ranks = [first_input(entry, x, bad) for bad in (first[:, 0], first[..., None])
+                   if bad.ndim not in entry.other_ranks]
+    # The wrong rank (of the first input) at the first call: the layer's
+    # own message.
     for bad in wrong_ranks:
         with pytest.raises(ValueError, match=entry.bad_rank_match):
             entry.make_layer()(bad)
     layer = entry.make_layer()
-    want = np.asarray(layer(x))
+    want = [np.asarray(o) for o in as_list(layer(x))]
     # The wrong rank once built. Inside keras.layers.RNN a cell sees one step
     # at a time: Keras' RNN slices a sequence of one axis too few before the
     # cell can look at it, and fails in the backend (documented in README).
     for bad in wrong_ranks:
-        if entry.is_cell and bad.ndim < rank:
+        if entry.is_cell and as_list(bad)[0].ndim < rank:
             with pytest.raises(Exception):  # noqa: B017
                 layer(bad)
         else:
@@ -352,30 +391,33 @@ def test_call_time_inputs(entry):
                 layer(bad)
             assert_names_the_shape(info.value)
     # An empty batch.
-    empty = np.asarray(layer(x[:0]))
-    assert empty.shape == (0,) + want.shape[1:]
+    empty = as_list(layer(each_input(entry, x, lambda v: v[:0])))
+    assert [tuple(e.shape) for e in empty] == [(0,) + w.shape[1:] for w in want]
+    no_steps = each_input(entry, x, lambda v: v[:, :0])
     # No steps: refused by the layer, or (where the layer takes any length)
     # an output of the right shape. keras.layers.RNN itself fails on an
     # empty sequence, before a cell sees it.
     if entry.fixed_length:
         with pytest.raises(ValueError) as info:
-            layer(x[:, :0])
+            layer(no_steps)
         assert_names_the_shape(info.value)
         with pytest.raises(ValueError, match="at least one"):
-            entry.make_layer()(x[:, :0])
+            entry.make_layer()(no_steps)
     elif entry.is_cell:
         with pytest.raises(Exception):  # noqa: B017
-            layer(x[:, :0])
+            layer(no_steps)
     elif entry.recurrent:
         with pytest.raises(ValueError, match="at least one step"):
-            layer(x[:, :0])
+            layer(no_steps)
     else:
-        none = np.asarray(layer(x[:, :0]))
-        assert none.shape == tuple(layer.compute_output_shape(x[:, :0].shape))
-        assert np.all(np.isfinite(none))
+        none = as_list(layer(no_steps))
+        shapes = layer.compute_output_shape(entry.structured([v.shape for v in as_list(no_steps)]))
+        assert [tuple(n.shape) for n in none] == [tuple(s) for s in (shapes if len(none) > 1 else [shapes])]
+        assert all(np.all(np.isfinite(n)) for n in none)
     # Integer inputs are features like any other.
-    integers = np.round(x * 2)
-    np.testing.assert_allclose(layer(integers.astype("int32")), layer(integers.astype("float32")), atol=ATOL)
+    integers = each_input(entry, x, lambda v: np.round(v * 2))
+    assert_close(layer(each_input(entry, integers, lambda v: v.astype("int32"))),
+                 layer(each_input(entry, integers, lambda v: v.astype("float32"))))
     # Initial states of another batch size are refused, not broadcast.
     if entry.recurrent:
         states = [np.ones((1,) + tuple(s.shape[1:]), "float32") for s in layer.get_initial_state(1)]
@@ -389,19 +431,42 @@ def test_masked_steps_change_nothing(entry):
     mask is passed on (or consumed, for a pooled output)."""
     layer = entry.make_layer()
     x = entry.make_input(batch=3)
+    mask = each_input(entry, x, sample_mask)
+    rng = np.random.default_rng(5)
+
+    def noisy(v, m):
+        v = v.copy()
+        v[~m] = rng.normal(size=v[~m].shape) * 10
+        return v
+
+    out = layer(x, mask=mask)
+    out_noisy = layer(entry.structured([noisy(v, m) for v, m in zip(as_list(x), as_list(mask))]), mask=mask)
+    if not isinstance(x, list):
+        if len(out.shape) == len(x.shape):
+            np.testing.assert_allclose(np.asarray(out)[mask], np.asarray(out_noisy)[mask], atol=ATOL)
+            passed = layer.compute_mask(x, mask)
+            np.testing.assert_array_equal(np.asarray(passed), mask)
+        else:
+            np.testing.assert_allclose(out, out_noisy, atol=ATOL)
+            assert layer.compute_mask(x, mask) is None
+        return
+    # Several inputs: an output that passes a mask on is compared at its
+    # valid steps, any other in full.
+    for got, want, passed in zip(as_list(out_noisy), as_list(out), as_list(layer.compute_mask(x, mask))):
+        if passed is None:
+            np.testing.assert_allclose(got, want, atol=ATOL)
+        else:
+            passed = np.asarray(passed)
+            assert any(np.array_equal(passed, m) for m in mask)
+            np.testing.assert_allclose(np.asarray(got)[passed], np.asarray(want)[passed], atol=ATOL)
+
+
+def sample_mask(x):
+    """Sample 0's last two steps and sample 1's second are masked."""
     mask = np.ones(x.shape[:2], bool)
     mask[0, -2:] = False
     mask[1, 1] = False
-    noisy = x.copy()
-    noisy[~mask] = np.random.default_rng(5).normal(size=noisy[~mask].shape) * 10
-    out, out_noisy = layer(x, mask=mask), layer(noisy, mask=mask)
-    if len(out.shape) == len(x.shape):
-        np.testing.assert_allclose(np.asarray(out)[mask], np.asarray(out_noisy)[mask], atol=ATOL)
-        passed = layer.compute_mask(x, mask)
-        np.testing.assert_array_equal(np.asarray(passed), mask)
-    else:
-        np.testing.assert_allclose(out, out_noisy, atol=ATOL)
-        assert layer.compute_mask(x, mask) is None
+    return mask
 
 
 @masking_entries
@@ -413,38 +478,47 @@ def test_non_finite_values_in_masked_steps_never_reach_an_output(entry):
     masked steps and selects afterwards (Keras' own LSTM does the same)."""
     layer = entry.make_layer(**({"return_sequences": True} if entry.recurrent else {}))
     x = entry.make_input(batch=3)
-    mask = np.ones(x.shape[:2], bool)
-    mask[0, -2:] = False
-    mask[1, 1] = False
-    zeros, bad = x.copy(), x.copy()
-    zeros[~mask] = 0.0
-    bad[0, -2], bad[0, -1], bad[1, 1] = np.nan, np.inf, -np.inf
-    want = np.asarray(layer(zeros, mask=mask))
-    got = np.asarray(layer(bad, mask=mask))
-    assert np.all(np.isfinite(got))
-    np.testing.assert_allclose(got, want, atol=ATOL)
+    mask = each_input(entry, x, sample_mask)
+
+    def zeros(v):
+        v = v.copy()
+        v[~sample_mask(v)] = 0.0
+        return v
+
+    def bad(v):
+        v = v.copy()
+        v[0, -2], v[0, -1], v[1, 1] = np.nan, np.inf, -np.inf
+        return v
+
+    want = layer(each_input(entry, x, zeros), mask=mask)
+    got = layer(each_input(entry, x, bad), mask=mask)
+    assert all(np.all(np.isfinite(g)) for g in as_list(got))
+    assert_close(got, want)
     if entry.is_cell:
         return
     with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(layer(bad, mask=mask) ** 2)
+        loss = sum(tf.reduce_sum(o ** 2) for o in as_list(layer(each_input(entry, x, bad), mask=mask)))
     for w, g in zip(layer.trainable_weights, tape.gradient(loss, layer.trainable_weights)):
         assert np.all(np.isfinite(g)), w.path
 
 
 # Recurrent checks: masking, stateful, return_state, go_backwards, dropout.
 def masked_model(entry):
-    inputs = keras.Input(entry.input_shape)
-    masked = keras.layers.Masking(0.0)(inputs)
+    inputs = entry.make_inputs(names=False)
+    masked = entry.structured([keras.layers.Masking(0.0)(x) for x in inputs])
     overrides = {"return_sequences": True} if entry.recurrent else {}
-    return keras.Model(inputs, entry.make_layer(**overrides)(masked))
+    return keras.Model(entry.structured(inputs), entry.make_layer(**overrides)(masked))
 
 
 def padded_input(entry, x, pad=2):
-    """Sample 0 ends with `pad` padded steps, sample 1 has one in the middle."""
-    x = x.copy()
-    x[0, -pad:] = 0.0
-    x[1, 1] = 0.0
-    return x
+    """Sample 0 ends with `pad` padded steps, sample 1 has one in the middle
+    (in every input)."""
+    def padded(x):
+        x = x.copy()
+        x[0, -pad:] = 0.0
+        x[1, 1] = 0.0
+        return x
+    return each_input(entry, x, padded)
 
 
 @recurrent_entries
@@ -579,29 +653,40 @@ def test_tflite_sequence_mode(entry, tmp_path):
     for batch in (1, 3):
         for length in lengths:
             x = entry.make_input(batch=batch, length=length)
-            keras_out = model.predict(x, verbose=0)
-            drift = np.abs(keras_out - exact.predict(x.astype("float64"), verbose=0)).max()
-            got = run_sequence(path, x)["output"]
+            keras_out = as_list(model.predict(x, verbose=0))
+            exact_out = as_list(exact.predict(each_input(entry, x, lambda v: v.astype("float64")), verbose=0))
+            drift = max(np.abs(k - e).max() for k, e in zip(keras_out, exact_out))
+            got = lite_outputs(run_sequence(path, feed(entry, x)), len(keras_out))
             known = KNOWN_RUNTIME_DEFECTS.get((entry.id, length))
-            if known and not np.allclose(got, keras_out, atol=max(ATOL, 4 * drift)):
+            if known and not all(np.allclose(g, k, atol=max(ATOL, 4 * drift)) for g, k in zip(got, keras_out)):
                 pytest.xfail(known)
-            np.testing.assert_allclose(
-                got, keras_out, atol=max(ATOL, 4 * drift),
-                err_msg=f"batch {batch}, length {length}, float32 drift {drift:.1e}",
-            )
+            assert_close(got, keras_out, atol=max(ATOL, 4 * drift),
+                         err_msg=f"batch {batch}, length {length}, float32 drift {drift:.1e}")
     # Inputs that do not fit the file's signature are refused before LiteRT
     # runs, with the input's name and the expected shape or dtype.
     x = entry.make_input(batch=2)
-    wrong_size = np.zeros(x.shape[:-1] + (x.shape[-1] + 1,), "float32")
+    first = as_list(x)[0]
+    wrong_size = np.zeros(first.shape[:-1] + (first.shape[-1] + 1,), "float32")
     for bad, reason in [
-        (x[..., None], "must have shape"),
+        (first[..., None], "must have shape"),
         (wrong_size, "must have shape"),
-        (x[:0], "empty axis"),
-        (x[:, :0] if entry.recurrent else x[:, :-1], "empty axis" if entry.recurrent else "must have shape"),
-        (x.astype("float64"), "must have dtype float32"),
+        (first[:0], "empty axis"),
+        (first[:, :0] if entry.recurrent else first[:, :-1],
+         "empty axis" if entry.recurrent else "must have shape"),
+        (first.astype("float64"), "must have dtype float32"),
     ]:
         with pytest.raises(ValueError, match=f"Input 'sequence' {reason}|Input 'sequence' has shape"):
-            run_sequence(path, bad)
+            run_sequence(path, feed(entry, first_input(entry, x, bad)))
+
+
+def feed(entry, x):
+    """What the runners take: the array, or a dict by input name."""
+    return dict(zip(entry.input_names, x)) if isinstance(x, list) else x
+
+
+def lite_outputs(result, count):
+    """The runners' outputs in the model's order."""
+    return [result["output"]] if count == 1 else [result[f"output_{k}"] for k in range(count)]
 
 
 def streaming_models(entry):
@@ -669,12 +754,11 @@ def test_streaming_in_front_of_a_recurrent_layer(entry, tmp_path):
     makes the export refuse to stream, naming it."""
     layer = entry.make_layer()
     per_step = bool(getattr(layer, "acts_per_step", False))
-    shape = ((None,) + entry.input_shape[1:]) if per_step else entry.input_shape
-    inputs = keras.Input(shape, name="sequence")
-    h = layer(inputs)
-    if len(h.shape) == 3:
-        h = keras.layers.RNN(keras.layers.LSTMCell(3), return_sequences=True)(h)
-    model = keras.Model(inputs, h)
+    inputs = entry.structured(entry.make_inputs(dynamic_length=per_step))
+    h = as_list(layer(inputs))
+    h = [keras.layers.RNN(keras.layers.LSTMCell(3), return_sequences=True)(o) if len(o.shape) == 3 else o
+         for o in h]
+    model = keras.Model(inputs, h if len(h) > 1 else h[0])
     plan = plan_export(model)
     if not per_step:
         assert f"'{layer.name}'" in plan.streaming_refusal

@@ -18,10 +18,12 @@ def keras_logits(folder, stem, x):
 
 
 def saved_model_logits(folder, stem, input_name, x):
+    """`serve` on `x`, fed as `input_name`; or on `x` as it is, a dict of
+    the model's inputs by name (`input_name` None)."""
     import tensorflow as tf
 
     loaded = tf.saved_model.load(str(folder / f"{stem}_savedmodel"))
-    return loaded.serve({input_name: x})["output"]
+    return loaded.serve(x if input_name is None else {input_name: x})["output"]
 
 
 def tflite_logits(folder, stem, x):

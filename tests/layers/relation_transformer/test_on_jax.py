@@ -1,0 +1,17 @@
+"""The relation-transformer family's equations in float64 NumPy — both
+modules in every pairwise form, a region map that is not the default,
+masking, the interaction transformer and the classifier — run again on
+JAX, in a process of their own."""
+
+import pathlib
+
+from tests.jax_rerun import pytest_on_jax
+
+HERE = pathlib.Path(__file__).parent
+SELECTION = "match_the_equations or matches_the_equations or relates_positions or as_if_absent or masked_out or default_split"
+
+
+def test_on_jax():
+    output = pytest_on_jax([HERE / "test_relation_modules.py", HERE / "test_interaction_transformer.py"], SELECTION)
+    # 3 + 3 global and regional forms, 1 + 1 + 1 + 2 properties, 4 + 2 of the transformer and the classifier.
+    assert "17 passed" in output, output[-500:]

@@ -1,0 +1,29 @@
+"""drrt_classifier exports: builtins-only TFLite in sequence mode (two inputs
+by name) equal to Keras, and a refusal to stream that names the layer which
+reads both whole sequences."""
+
+import numpy as np
+import pytest
+
+from keras_relrec.export import ExportError
+from keras_relrec.export import export_tflite
+from keras_relrec.export import plan_export
+from keras_relrec.export import run_sequence
+from keras_relrec.models import drrt_classifier
+
+
+@pytest.mark.parametrize("local_recurrence", [True, False])
+def test_exports_in_sequence_mode_only(local_recurrence, tmp_path):
+    model = drrt_classifier(((12, 3), (8, 2)), 4, feature_units=4, relation_units=4, regions=3, fusion="maxout",
+                            local_recurrence=local_recurrence, mask_value=0.0)
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(3, 12, 3)).astype("float32"), rng.normal(size=(3, 8, 2)).astype("float32")
+    a[0, -3:] = 0.0  # padding, masked
+    summary = export_tflite(model, tmp_path / "drrt.tflite")
+    assert not [op for op in summary["ops"] if op.startswith("CUSTOM")], summary["ops"]
+    got = run_sequence(tmp_path / "drrt.tflite", {"a": a, "b": b})["output"]
+    np.testing.assert_allclose(got, model.predict([a, b], verbose=0), atol=1e-5)
+    # The local recurrence streams; the relations read both whole sequences.
+    assert plan_export(model).streaming_refusal.startswith("layer 'interaction_0' (InteractionTransformer)")
+    with pytest.raises(ExportError, match="interaction_0"):
+        export_tflite(model, tmp_path / "step.tflite", streaming=True)
