@@ -8,7 +8,8 @@ import pathlib
 from tests.jax_rerun import pytest_on_jax
 
 HERE = pathlib.Path(__file__).parent
-SELECTION = "match_the_equations or matches_the_equations or relates_positions or as_if_absent or masked_out or default_split"
+SELECTION = ("match_the_equations or matches_the_equations or relates_positions or as_if_absent or masked_out "
+             "or default_split")
 
 
 def test_on_jax():
