@@ -48,7 +48,11 @@ class RegionalRelation(keras.layers.Layer):
 
     Masking: a padded position is also masked out of every softmax, and
     its rows and columns are zeros. C_r counts the pairs the region map
-    defines, padded or not.
+    defines, padded or not (in float32: under float16 the count would
+    overflow at 256 × 256 pairs). Under float16 the entries themselves,
+    about sqrt(d_B') / (Σ R · |B'_k|), fall below float16's normal range
+    (6e-5) for long sequences and lose precision; bfloat16 keeps float32's
+    range.
 
     Args:
         units: h, the width of the projections W_a' and W_b'.
@@ -113,11 +117,13 @@ class RegionalRelation(keras.layers.Layer):
         padding = valid_pairs(mask_a, mask_b, a, b)
         if padding is not None:
             valid = ops.logical_and(valid, ops.expand_dims(padding, 1))
-        count = ops.sum(ops.cast(pairs, self.compute_dtype))
+        # Counted in float32: K·n·m passes float16's largest number (65,504)
+        # at 256 × 256 pairs.
+        count = ops.sum(ops.cast(pairs, "float32"))
         psi = ops.repeat(ops.expand_dims(self.relation(a, b), 1), self.num_regions, axis=1)
         return [
-            softmax_over_pairs(psi, valid, axis=-1) * (math.sqrt(b.shape[-1]) / count),
-            softmax_over_pairs(psi, valid, axis=-2) * (math.sqrt(a.shape[-1]) / count),
+            softmax_over_pairs(psi, valid, axis=-1) * ops.cast(math.sqrt(b.shape[-1]) / count, psi.dtype),
+            softmax_over_pairs(psi, valid, axis=-2) * ops.cast(math.sqrt(a.shape[-1]) / count, psi.dtype),
         ]
 
     def compute_mask(self, inputs, mask=None):

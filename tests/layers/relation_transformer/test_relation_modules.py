@@ -173,3 +173,16 @@ def test_mixed_precision_keeps_distributions():
         keras.config.set_dtype_policy(previous)
     assert alpha.dtype == "float16"
     np.testing.assert_allclose(np.asarray(alpha, "float32").sum(-1), 1.0, atol=2e-3)
+
+
+def test_the_regional_normaliser_holds_in_float16():
+    """C_r counts K·n·m pairs: 65,536 at 256 × 256, past float16's largest
+    number. Under mixed_float16 the maps must still sum to sqrt(d_B')/C_r per
+    row, not collapse to zero."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        alpha, _ = RegionalRelation(4, regions=1)(list(pair(batch=1, n=256, m=256)))
+    finally:
+        keras.config.set_dtype_policy(previous)
+    np.testing.assert_allclose(np.asarray(alpha, "float32").sum(-1), np.sqrt(3) / 65536, rtol=0.1)
