@@ -25,12 +25,14 @@ def clone_initializer(initializer, salt):
     return initializer.__class__.from_config(config)
 
 
-def dense(units, name, kernel_initializer, bias_initializer, dtype):
-    """A `keras.layers.Dense` named `name` with its own initializer copies."""
+def dense(units, name, kernel_initializer, bias_initializer, dtype, **kwargs):
+    """A `keras.layers.Dense` named `name` with its own initializer copies;
+    `kwargs` go to the `Dense` (e.g. `use_bias=False`)."""
     return keras.layers.Dense(
         units,
         kernel_initializer=clone_initializer(kernel_initializer, name),
         bias_initializer=clone_initializer(bias_initializer, name),
         dtype=dtype,
         name=name,
+        **kwargs,
     )

@@ -13,8 +13,8 @@ from keras_relrec.layers.relation_transformer.pairwise_relation import relation_
 from keras_relrec.layers.relation_transformer.pairwise_relation import valid_pairs
 from keras_relrec.layers.relation_transformer.regional_relation import RegionalRelation
 from keras_relrec.ops import zero_masked
+from keras_relrec.utils import initializers
 from keras_relrec.utils import validation
-from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
 FUSIONS = ("sum", "maxout", "concat")
@@ -172,9 +172,8 @@ class InteractionTransformer(keras.layers.Layer):
         self.output_dense = self._dense(width, "output", shape_a[:-1] + (fused,))
 
     def _dense(self, units, name, input_shape):
-        layer = keras.layers.Dense(units, use_bias=False,
-                                   kernel_initializer=clone_initializer(self.kernel_initializer, name),
-                                   dtype=self.dtype_policy, name=name)
+        # W_a~, W_b~ and W_t are matrices without biases (eqs. 10–13).
+        layer = initializers.dense(units, name, self.kernel_initializer, "zeros", self.dtype_policy, use_bias=False)
         layer.build(input_shape)
         return layer
 
