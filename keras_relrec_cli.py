@@ -15,9 +15,17 @@ need. The commands themselves are `keras_relrec.export.cli`.
 """
 
 import argparse
+import contextlib
 import os
 import pathlib
+import re
 import sys
+import tempfile
+
+# What TensorFlow's native libraries write while they load, whatever
+# TF_CPP_MIN_LOG_LEVEL says: absl's notice and INFO lines such as the oneDNN
+# one, which CPUs with AVX-512 get and others do not.
+_NATIVE_LOG_LINE = re.compile(r"^(WARNING: All log messages before absl::InitializeLog\(\)|I\d{4} )")
 
 
 def _parser():
@@ -62,9 +70,28 @@ def main(argv=None):
     # Before TensorFlow is imported: its start-up log lines stay quiet.
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from keras_relrec.export import cli
+    with _native_log_lines_dropped():
+        from keras_relrec.export import cli
 
     return cli.run(args)
+
+
+@contextlib.contextmanager
+def _native_log_lines_dropped():
+    """Holds back what is written to file descriptor 2 (native code
+    included) and passes on every line but TensorFlow's load-time log."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile("w+") as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            sys.stderr.write("".join(line for line in held if not _NATIVE_LOG_LINE.match(line)))
 
 
 if __name__ == "__main__":

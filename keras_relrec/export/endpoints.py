@@ -71,7 +71,7 @@ def step_fn(plan, check_batch=False):
     def step(inputs):
         frame = inputs[name]
         if check_batch:
-            _assert_same_batch(frame, name, {k: inputs[k] for k in plan.state_specs()})
+            inputs = {**inputs, **_checked_states(frame, name, {k: inputs[k] for k in plan.state_specs()})}
         new_states = {}
 
         def step_call(node):
@@ -95,13 +95,20 @@ def step_fn(plan, check_batch=False):
     return step
 
 
-def _assert_same_batch(frame, frame_name, states):
+def _checked_states(frame, frame_name, states):
+    """The states, each readable only after its batch is checked: without
+    the dependency the runtime may run a concat of mismatched batches first,
+    whose error names no state."""
     batch = tf.shape(frame)[0]
+    checked = {}
     for state_name, state in states.items():
-        tf.debugging.assert_equal(
+        check = tf.debugging.assert_equal(
             tf.shape(state)[0], batch,
             message=f"state '{state_name}' must have the batch size of input '{frame_name}'",
         )
+        with tf.control_dependencies([check]):
+            checked[state_name] = tf.identity(state)
+    return checked
 
 
 def initial_state_fn(plan):

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_relrec.export import endpoints
 from keras_relrec.export import export_tflite
 from keras_relrec.export import plan_export
 from keras_relrec.export import run_sequence
@@ -29,6 +30,7 @@ from tests.contract.registry import ENTRIES
 from tests.contract.registry import MASK_ENTRIES
 from tests.contract.registry import PROTOCOL_ENTRIES
 from tests.contract.registry import RECURRENT_ENTRIES
+from tests.export.saved_model_stream import ungated_state_reads
 
 ATOL = 1e-5
 HERE = pathlib.Path(__file__).parent
@@ -726,6 +728,25 @@ def test_tflite_streaming(entry, tmp_path):
             run_streaming(path, bad)
 
 
+@pytest.mark.parametrize("entry", RECURRENT_ENTRIES + PROTOCOL_ENTRIES, ids=lambda e: e.id)
+def test_saved_model_step_checks_state_batches_first(entry):
+    """The SavedModel's `step` reads no state before checking its batch, so
+    a wrong batch is refused by name whatever order the runtime picks."""
+    models = streaming_models(entry) if entry.recurrent else {"alone": protocol_model(entry, masked=False)}
+    for name, model in models.items():
+        plan = plan_export(model)
+        specs = {**plan.frame_specs(), **plan.state_specs()}
+        step = tf.function(endpoints.step_fn(plan, check_batch=True)).get_concrete_function(specs)
+        assert ungated_state_reads(step, list(plan.state_specs())) == [], name
+
+
+def protocol_model(entry, masked):
+    """The layer of a protocol entry alone, behind a mask if `masked`."""
+    inputs = keras.Input((None,) + entry.input_shape[1:], name="sequence")
+    h = keras.layers.Masking(0.0)(inputs) if masked else inputs
+    return keras.Model(inputs, entry.make_layer()(h))
+
+
 @pytest.mark.parametrize("entry", PROTOCOL_ENTRIES, ids=lambda e: e.id)
 def test_streaming_through_the_protocol(entry, tmp_path):
     """A layer of the stateful protocol streams on its own, by frames or by
@@ -734,9 +755,7 @@ def test_streaming_through_the_protocol(entry, tmp_path):
     chunk = getattr(entry.make_layer(), "streaming_chunk_length", None) or 1
     x = padded_input(entry, entry.make_input(batch=3, length=3 * chunk))
     for name in ("alone", "masked"):
-        inputs = keras.Input((None,) + entry.input_shape[1:], name="sequence")
-        h = keras.layers.Masking(0.0)(inputs) if name == "masked" else inputs
-        model = keras.Model(inputs, entry.make_layer()(h))
+        model = protocol_model(entry, masked=name == "masked")
         path = tmp_path / f"{name}.tflite"
         assert_builtins_only(export_tflite(model, path, streaming=True))
         np.testing.assert_allclose(run_streaming(path, x)["output"], model.predict(x, verbose=0), atol=ATOL,

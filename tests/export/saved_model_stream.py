@@ -23,3 +23,21 @@ def stream_saved_model(loaded, x, input_name="sequence"):
         outputs.append(result["output"])
         states = {k: result[k] for k in states}
     return np.stack(outputs, 1) if chunk is None else np.concatenate(outputs, 1)
+
+
+def ungated_state_reads(function, state_names):
+    """The ops of a traced or loaded `step` that read a state before its
+    batch check has run.
+
+    Graph ops without a dependency between them run in any order, so a
+    state of the wrong batch could reach a concat (and fail with a message
+    that names no state) before the check does. Every reader of a state
+    must be the check's own `Shape` or wait on an `Assert`.
+
+    Returns:
+        The names of the ops that read a state unchecked.
+    """
+    graph = function.graph
+    readers = [op for name in state_names for op in graph.get_operation_by_name(name).outputs[0].consumers()]
+    return [op.name for op in readers
+            if op.type != "Shape" and not any(c.type == "Assert" for c in op.control_inputs)]

@@ -17,6 +17,7 @@ from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
 from keras_relrec.layers import PeepholeLSTMCell
 from tests.export.saved_model_stream import stream_saved_model
+from tests.export.saved_model_stream import ungated_state_reads
 
 ATOL = 1e-5
 
@@ -91,7 +92,10 @@ def test_saved_model_step_through_the_protocol(tmp_path):
     loaded = tf.saved_model.load(str(tmp_path / "sm"))
     x = np.random.default_rng(1).normal(size=(3, 6, 3)).astype("float32")
     np.testing.assert_allclose(stream_saved_model(loaded, x), model.predict(x, verbose=0), atol=ATOL)
-    # A state of another batch size is refused, not broadcast.
+    # A state of another batch size is refused, not broadcast, and the
+    # refusal names the state whichever op the runtime schedules first.
+    (step,) = loaded.step._list_all_concrete_functions()
+    assert ungated_state_reads(step, ["conv_window", "rnn_state_0", "rnn_state_1"]) == []
     bad = {**loaded.initial_state(tf.constant(3)), "conv_window": np.zeros((1, 2, 3), "float32")}
     with pytest.raises(tf.errors.InvalidArgumentError, match="conv_window"):
         loaded.step({"sequence": x[:, 0], **bad})
