@@ -50,6 +50,10 @@ setup(
             "dill>=0.3.8",
         ],
         "kmeans": ["scikit-learn>=1.5,<2"],
+        # keras_relrec.tuning: keras-tuner imports tensorboard before every
+        # trial on the TensorFlow backend (tensorflow-cpu does not bring it);
+        # BayesianOptimization needs scikit-learn.
+        "tuning": ["keras-tuner>=1.4.8,<1.5", "tensorboard>=2.21,<2.22", "scikit-learn>=1.5,<2"],
         "tutorials": [
             "ai-edge-litert>=2.3,<3",
             "aeon>=1.6,<2",
@@ -66,6 +70,8 @@ setup(
             "tensorflow-datasets>=4.9.10,<5",
             "importlib_resources>=6",
             "dill>=0.3.8",
+            "keras-tuner>=1.4.8,<1.5",
+            "tensorboard>=2.21,<2.22",
             # pytest-xdist 3.8's `--dist loadgroup` (make test) cannot group
             # tests under pytest 9.2, which stores node ids otherwise.
             "pytest>=8,<9.2",

@@ -1,6 +1,7 @@
 """Ready networks built from keras_relrec's layers."""
 
 from keras_relrec.models.drrt_classifier import drrt_classifier
+from keras_relrec.models.nbof_classifiers import fit_codebook
 from keras_relrec.models.nbof_classifiers import nbof_classifier
 from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier
 from keras_relrec.models.tabl_networks import class_weights

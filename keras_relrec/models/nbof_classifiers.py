@@ -16,6 +16,7 @@ def nbof_classifier(
     num_classes,
     num_codewords,
     attention=(),
+    scale="per_dimension",
     mask_value=0.0,
     normalization=None,
     hidden_units=64,
@@ -45,6 +46,8 @@ def nbof_classifier(
         num_classes: Number of classes.
         num_codewords: Codewords K of the quantizer.
         attention: Any of `"input"`, `"codeword"`, `"temporal"`.
+        scale: The quantizer's scaling, `"per_dimension"` (default) or
+            `"per_codeword"` (see `BoFQuantizer`).
         mask_value: Steps whose features all equal it are padding (a
             `Masking` layer); `None` for no mask.
         normalization: Optional `(mean, variance)` per feature, for a
@@ -53,7 +56,8 @@ def nbof_classifier(
         hidden_units, dropout: The classifier head.
         codebook_data: Optional training sequences (an array): the quantizer's
             codebook is set by k-means on the feature vectors it sees for
-            them (after the input attention, if any), skipping padding.
+            them (after the input attention, if any), skipping padding
+            (`fit_codebook`, which also does it later on a built model).
         seed: Seed of the dropout and of k-means.
         name: Model name; default `"nbof"` or `"attention_nbof"`.
 
@@ -72,17 +76,17 @@ def nbof_classifier(
     inputs, h = _inputs(input_shape, mask_value, normalization)
     if "input" in attention:
         h = TwoDAttention(axis=2, name="input_attention")(h)
-    quantizer = BoFQuantizer(num_codewords, name="quantizer")
-    if codebook_data is not None:
-        _adapt(quantizer, inputs, h, codebook_data, mask_value, seed)
-    phi = quantizer(h)
+    phi = BoFQuantizer(num_codewords, scale=scale, name="quantizer")(h)
     if "codeword" in attention:
         phi = TwoDAttention(axis=2, name="codeword_attention")(phi)
     if "temporal" in attention:
         phi = TwoDAttention(axis=1, name="temporal_attention")(phi)
     histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(phi)
     outputs = _head(histogram, num_classes, hidden_units, dropout, seed)
-    return keras.Model(inputs, outputs, name=name or ("attention_nbof" if attention else "nbof"))
+    model = keras.Model(inputs, outputs, name=name or ("attention_nbof" if attention else "nbof"))
+    if codebook_data is not None:
+        fit_codebook(model, codebook_data, seed)
+    return model
 
 
 def recurrent_nbof_classifier(
@@ -105,13 +109,14 @@ def recurrent_nbof_classifier(
     """
     _check_head(num_classes, hidden_units, dropout)
     inputs, h = _inputs(input_shape, mask_value, normalization)
-    cell = RecurrentBoFCell(num_codewords)
-    if codebook_data is not None:
-        _adapt(cell, inputs, h, codebook_data, mask_value, seed)
-    states = keras.layers.RNN(cell, return_sequences=True, name="recurrent_quantizer")(h)
+    states = keras.layers.RNN(RecurrentBoFCell(num_codewords), return_sequences=True,
+                              name="recurrent_quantizer")(h)
     histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(states)
     outputs = _head(histogram, num_classes, hidden_units, dropout, seed)
-    return keras.Model(inputs, outputs, name=name)
+    model = keras.Model(inputs, outputs, name=name)
+    if codebook_data is not None:
+        fit_codebook(model, codebook_data, seed)
+    return model
 
 
 def _check_head(num_classes, hidden_units, dropout):
@@ -129,20 +134,30 @@ def _inputs(input_shape, mask_value, normalization):
     return inputs, h
 
 
-def _adapt(layer, inputs, features, data, mask_value, seed):
-    """k-means codebook of `layer` from the vectors it will see for `data`
-    (after the layers before it), padded steps left out."""
+def fit_codebook(model, data, seed=None):
+    """Sets the codebook of an `nbof_classifier` or `recurrent_nbof_classifier`
+    to the k-means centres of the vectors its quantizer sees for `data` (after
+    the layers before it), padded steps left out.
+
+    Args:
+        model: A model from either builder.
+        data: Training sequences, an array (examples, steps, features).
+        seed: Seed of k-means.
+    """
     if not hasattr(data, "shape"):
         raise ValueError(
             "Argument `codebook_data` must be an array of training sequences "
             f"(examples, steps, features); received {type(data).__name__}."
         )
-    seen = keras.Model(inputs, features).predict(data, verbose=0)
+    names = [layer.name for layer in model.layers]
+    layer = model.get_layer("quantizer" if "quantizer" in names else "recurrent_quantizer")
+    # `layer.input` is a tuple of the call's tensors; the features come first.
+    seen = keras.Model(model.inputs, keras.tree.flatten(layer.input)[0]).predict(data, verbose=0)
     data = np.asarray(data)
     valid = np.ones(data.shape[:-1], bool)
-    if mask_value is not None:
-        valid = ~np.all(data == mask_value, axis=-1)
-    layer.adapt(seen[valid], seed=seed)
+    for masking in (m for m in model.layers if isinstance(m, keras.layers.Masking)):
+        valid = ~np.all(data == masking.mask_value, axis=-1)
+    getattr(layer, "cell", layer).adapt(seen[valid], seed=seed)
 
 
 def _head(histogram, num_classes, hidden_units, dropout, seed):

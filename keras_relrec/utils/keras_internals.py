@@ -18,6 +18,9 @@ keras_relrec needs a few pieces of Keras that are not exported under
   `_run_through_graph`) and the masks Keras attaches to tensors: the export
   path runs a model's graph with its stateful layers swapped for builtins-
   only loops and steps.
+- `train_validation_split`: how `fit(validation_split=...)` splits arrays,
+  so that work done on the training part alone (the k-means codebook of a
+  tuning trial) sees exactly the examples `fit` trains on.
 
 Keras is held to one minor version in `setup.py` because of them; moving to
 the next Keras is this file's work.
@@ -28,6 +31,7 @@ from keras.src.backend import get_keras_mask
 from keras.src.backend import set_keras_mask
 from keras.src.layers.rnn.conv_lstm import ConvLSTMCell
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+from keras.src.trainers.data_adapters.array_slicing import train_validation_split
 from keras.src.utils.tracking import no_automatic_dependency_tracking as untracked
 
 __all__ = [
@@ -37,6 +41,7 @@ __all__ = [
     "reset_dropout_masks",
     "get_keras_mask",
     "set_keras_mask",
+    "train_validation_split",
     "untracked",
     "functional_graph",
     "graph_nodes",
