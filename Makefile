@@ -25,9 +25,9 @@ $(VENV)/.installed-test: $(INSTALL_INPUTS) | $(PY)
 	$(PIP) install -c constraints.txt -e ".[test]"
 	touch $@
 
-# TensorFlow's log lines stay off the terminal (set before it is imported).
+# The launcher keeps TensorFlow's log lines off the terminal.
 demo: $(VENV)/.installed-demo
-	KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m keras_relrec.demo
+	$(PY) -m keras_relrec_cli demo
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .

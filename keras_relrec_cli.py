@@ -4,6 +4,7 @@
                  [--quantize {float16,dynamic_int8,int8} --calibration DATA.npy|DATA.npz]
                  [--saved-model DIR] [--fixed-length]
     keras-relrec inspect OUT.tflite
+    keras-relrec demo [--tiny] [--output-dir DIR]     (the job of `make demo`)
 
 Any failure exits with status 1 and one line on stderr saying why (for a
 model that cannot be exported, the layer at fault).
@@ -44,11 +45,15 @@ def _parser():
     export.add_argument("--fixed-length", action="store_true", help="keep the model's own time length")
     inspect = commands.add_parser("inspect", help="describe a .tflite file")
     inspect.add_argument("tflite", help="a .tflite file")
+    # Its arguments (--tiny, --output-dir DIR) are keras_relrec.demo's own.
+    commands.add_parser("demo", help="train, save, export, reload and compare (keras_relrec.demo)")
     return parser
 
 
 def _problem(args):
     """What is wrong with the arguments, found without TensorFlow, or None."""
+    if args.command == "demo":
+        return None
     if args.command == "inspect":
         return None if pathlib.Path(args.tflite).is_file() else f"no such file: {args.tflite}"
     if not args.tflite and not args.saved_model:
@@ -62,7 +67,10 @@ def _problem(args):
 
 
 def main(argv=None):
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, demo_args = parser.parse_known_args(argv)
+    if demo_args and args.command != "demo":
+        parser.error(f"unrecognized arguments: {' '.join(demo_args)}")
     problem = _problem(args)
     if problem is not None:
         print(f"keras-relrec: error: {problem}", file=sys.stderr)
@@ -70,6 +78,14 @@ def main(argv=None):
     # Before TensorFlow is imported: its start-up log lines stay quiet.
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if args.command == "demo":
+        # Native libraries load all along the demo (TFLite, LiteRT): its
+        # whole run, so that no log line breaks up the table.
+        with _native_log_lines_dropped():
+            from keras_relrec import demo
+
+            demo.main(demo_args)
+        return 0
     with _native_log_lines_dropped():
         from keras_relrec.export import cli
 

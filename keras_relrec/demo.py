@@ -8,11 +8,12 @@ as builtins-only TFLite (whole sequences, and streaming one step at a time),
 everything is reloaded, and a table shows how the outputs agree with the
 in-memory model and how long a batch takes on each.
 
-    KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2 python -m keras_relrec.demo [--tiny] [--output-dir DIR]
+    keras-relrec demo [--tiny] [--output-dir DIR]      (what `make demo` runs)
 
-(`make demo` sets both variables: they must be set before Python imports the
-package, which imports Keras and TensorFlow; the second keeps TensorFlow's
-start-up and converter log lines off the terminal.)
+(The launcher chooses TensorFlow and keeps its start-up and converter log
+lines off the terminal before Python imports the package; run directly, set
+KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2 and
+`python -m keras_relrec.demo`.)
 
 `main` returns the table's rows: (name, max |diff|, ms per batch).
 """

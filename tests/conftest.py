@@ -5,6 +5,9 @@ import pytest
 # The suite runs on TensorFlow; the JAX checks start their own processes.
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# TensorFlow's oneDNN kernels on, as on CPUs with AVX-512, whatever this CPU
+# is; the contract's portable worker runs every entry with them off.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 
 @pytest.fixture(autouse=True)

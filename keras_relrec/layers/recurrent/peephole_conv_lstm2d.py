@@ -96,8 +96,13 @@ class PeepholeConvLSTMCell(ConvLSTMCell):
         if training and self.recurrent_dropout > 0.0:
             h_tm1 = h_tm1 * self.get_recurrent_dropout_mask(h_tm1)
 
-        z = self.input_conv(inputs, self.kernel, padding=self.padding)
-        z = z + self.recurrent_conv(h_tm1, self.recurrent_kernel)
+        # TensorFlow's oneDNN Conv2D (on where the CPU has AVX-512) returns
+        # an empty batch in its input's shape; reshaping to the gates' shape
+        # restores it and changes nothing for a batch of examples.
+        gates_shape = list(ops.shape(h_tm1))
+        gates_shape[self.channel_axis] = 4 * self.filters
+        z = ops.reshape(self.input_conv(inputs, self.kernel, padding=self.padding), gates_shape)
+        z = z + ops.reshape(self.recurrent_conv(h_tm1, self.recurrent_kernel), gates_shape)
         if self.use_bias:
             bias_shape = [1] * (self.rank + 2)
             bias_shape[self.channel_axis] = 4 * self.filters

@@ -54,6 +54,15 @@ class RelationalMemoryCell(keras.layers.Layer):
     for leading masked steps, and `reset_state()` of a stateful RNN (which
     assigns zeros) restores the identity memory.
 
+    Weight paths (stable; a `keras.distribution.LayoutMap` matches them,
+    for example `".*/block_\\d+_qkv/kernel"` to shard the largest kernels
+    over a model axis), under `<rnn name>/<cell name>/`:
+    `input_projection/{kernel,bias}`; per block k
+    `block_<k>/block_<k>_qkv/{kernel,bias}` (D × (H·(2K + V))),
+    `block_<k>/block_<k>_{qkv,attention,mlp}_norm/{gamma,beta}`; the shared
+    MLP `mlp_<j>/{kernel,bias}` (D × D); the gates
+    `gate_input/{kernel,bias}` and `gate_memory/{kernel,bias}`.
+
     Args:
         mem_slots: Positive int N, the number of memory rows.
         head_size: Positive int V, the value width of a head.
