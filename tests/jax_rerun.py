@@ -9,13 +9,13 @@ import sys
 ROOT = pathlib.Path(__file__).parent.parent
 
 
-def pytest_on_jax(paths, selection):
-    """Runs `pytest -k selection` over `paths` with KERAS_BACKEND=jax and
-    returns its output, after checking that every selected test passed and
-    none was skipped."""
+def pytest_on_jax(paths, selection, marks="not slow"):
+    """Runs `pytest -k selection -m marks` over `paths` with KERAS_BACKEND=jax
+    and returns its output, after checking that every selected test passed
+    and none was skipped."""
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *map(str, paths),
-         "-k", selection],
+         "-k", selection, "-m", marks],
         env={**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
         cwd=ROOT,
     )

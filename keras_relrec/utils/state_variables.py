@@ -23,6 +23,21 @@ def create(layer, batch):
     ]
 
 
+def read(layer, inputs):
+    """The values of `layer.states`, once `inputs` is known to have the batch
+    size they were made for: kept states are never broadcast or cut."""
+    kept, batch = layer.states[0].shape[0], inputs.shape[0]
+    if batch is not None and batch != kept:
+        raise ValueError(
+            f"{type(layer).__name__} '{layer.name}' (stateful=True) keeps states for batch size {kept}, "
+            f"the batch size it was built for; received inputs of batch size {batch}. Feed batches of "
+            f"{kept} only. Under tf.distribute each replica receives a share of every batch, which a "
+            "stateful layer cannot take: train it data-parallel with JAX's "
+            "keras.distribution.DataParallel (one program over the whole batch), or with stateful=False."
+        )
+    return [ops.convert_to_tensor(state) for state in layer.states]
+
+
 def reset(layer):
     """Sets `layer.states` back to zeros (the start of a stream)."""
     if layer.states is None:

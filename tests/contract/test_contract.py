@@ -6,6 +6,7 @@ comparison of float32 outputs.
 """
 
 import copy
+import inspect
 import itertools
 import os
 import pathlib
@@ -569,6 +570,24 @@ def test_stateful(entry):
     np.testing.assert_allclose(np.concatenate([first, second], 1), whole, atol=ATOL)
     stateful.reset_state()
     np.testing.assert_allclose(stateful(x[:, :half]), whole[:, :half], atol=ATOL)
+
+
+STATEFUL_ENTRIES = RECURRENT_ENTRIES + [e for e in PROTOCOL_ENTRIES
+                                        if "stateful" in inspect.signature(e.cls.__init__).parameters]
+
+
+@pytest.mark.parametrize("entry", STATEFUL_ENTRIES, ids=lambda e: e.id)
+def test_a_stateful_layer_refuses_another_batch(entry):
+    """States kept for one batch size are never broadcast to or cut for
+    another (as each replica's share of a batch under tf.distribute): a
+    `ValueError` that names both sizes."""
+    chunk = getattr(entry.make_layer(), "streaming_chunk_length", None) or 1
+    x = entry.make_input(batch=4, length=2 * chunk)
+    layer = entry.make_layer(stateful=True)
+    layer(x)
+    with pytest.raises(ValueError, match=r"batch size.*\b4\b|\b4\b.*batch size") as info:
+        layer(x[:2])
+    assert "2" in str(info.value)
 
 
 @recurrent_entries

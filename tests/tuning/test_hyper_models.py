@@ -212,9 +212,14 @@ def test_tabl_fit_weights_classes_as_the_paper(monkeypatch):
 
 
 def test_on_jax():
-    """The searches of `make test` (each tuner once), the spaces and the
-    codebook test, on JAX; their best models export through a `.keras` file."""
-    pytest_on_jax([HERE / "test_hyper_models.py"],
-                  "(search and (" + " or ".join(f"{m}-{t}" for m, t in sorted(QUICK)) + ")) or codebook or "
-                  "fixed_values")
+    """The searches of `make test` (each tuner once) and the per-trial
+    codebook, on JAX; the best models export through a `.keras` file."""
+    quick = " or ".join(f"{m}-{t}" for m, t in sorted(QUICK))
+    pytest_on_jax([HERE / "test_hyper_models.py"], f"(search_and_the_best_model and ({quick})) or codebook")
+
+
+@pytest.mark.slow
+def test_every_search_on_jax():
+    """Every HyperModel with every tuner, on JAX."""
+    pytest_on_jax([HERE / "test_hyper_models.py"], "search_and_the_best_model", marks="slow or not slow")
 

@@ -146,7 +146,7 @@ class LocalRecurrence(keras.layers.Layer):
         return outputs, [last_inputs]
 
     def call(self, inputs, mask=None, training=None):
-        previous = ops.convert_to_tensor(self.states[0]) if self.stateful else None
+        previous = state_variables.read(self, inputs)[0] if self.stateful else None
         outputs, last_inputs = self._run(inputs, mask, previous, training)
         if self.stateful:
             self.states[0].assign(ops.cast(last_inputs, self.states[0].dtype))

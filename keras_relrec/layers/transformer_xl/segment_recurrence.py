@@ -209,7 +209,7 @@ class SegmentRecurrence(keras.layers.Layer):
             validation.check_states_batch(self, inputs, initial_state)
             return initial_state
         if self.stateful:
-            return list(self.states)
+            return state_variables.read(self, inputs)
         batch = axis_size(inputs, 0)
         return self.get_initial_state(batch)
 
