@@ -193,3 +193,15 @@ def test_basic_motions_drrt_tiny(tmp_path):
     assert card["command"] == "python tutorials/basic_motions_drrt.py --tiny --save-dir savedmodels/basic_motions"
     for name in ("basic_motions_drrt.keras", "basic_motions_drrt.tflite", "test_recordings.npz"):
         assert (saved / name).is_file()
+
+
+def test_tune_japanese_vowels_nbof_tiny(tmp_path):
+    tutorial = load_tutorial("tune_japanese_vowels_nbof")
+    result = tutorial.main(["--tiny", "--output-dir", str(tmp_path)])
+    assert [r["trial"] for r in result["rows"]] == [1, 2]
+    assert all(0.0 <= r["val_accuracy"] <= 1.0 for r in result["rows"])
+    assert result["agreement"] < 1e-4
+    assert 0.0 <= result["test_accuracy"] <= 1.0
+    assert (tmp_path / "tuning_trials.png").stat().st_size > 1000
+    assert (tmp_path / "best_nbof.tflite").stat().st_size > 1000
+    assert "Best (trial" in (tmp_path / "tuning_results.md").read_text()
