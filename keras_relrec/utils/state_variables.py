@@ -25,7 +25,10 @@ def create(layer, batch):
 
 def read(layer, inputs):
     """The values of `layer.states`, once `inputs` is known to have the batch
-    size they were made for: kept states are never broadcast or cut."""
+    size they were made for: kept states are never broadcast or cut. A
+    layer may keep none (Transformer-XL without memory)."""
+    if not layer.states:
+        return []
     kept, batch = layer.states[0].shape[0], inputs.shape[0]
     if batch is not None and batch != kept:
         raise ValueError(

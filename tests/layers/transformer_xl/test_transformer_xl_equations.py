@@ -117,11 +117,13 @@ def test_a_sequence_equals_its_segments_fed_in_turn():
     np.testing.assert_allclose(tf.function(dynamic, jit_compile=True)(x)[:, :12], whole, atol=ATOL)
 
 
-def test_stateful_training_over_a_long_stream():
+@pytest.mark.parametrize("options", [{}, {"mem_len": 0}], ids=["memory", "no-memory"])
+def test_stateful_training_over_a_long_stream(options):
     """Truncated back-propagation over segments: the stateful layer carries
-    the memories from call to call, gradients stop at them."""
+    the memories from call to call, gradients stop at them. Without memory
+    it keeps no state and trains as a stateless layer."""
     rng = np.random.default_rng(9)
-    reference = make_backbone()
+    reference = make_backbone(**options)
     x = rng.normal(size=(2, 12, D)).astype("float32")
     whole = reference(x)
     stateful = TransformerXL(**{**reference.get_config(), "stateful": True, "name": "stateful"})
