@@ -43,6 +43,13 @@ def _parser():
         help="for --quantize int8: a .npy array of input sequences, or a .npz of one array per input name",
     )
     export.add_argument("--fixed-length", action="store_true", help="keep the model's own time length")
+    export.add_argument(
+        "--target", choices=["litert", "micro"], default="litert",
+        help="micro: TensorFlow Lite for Microcontrollers (fixed batch and length, the step alone, "
+        "checked in the tflite-micro interpreter)",
+    )
+    export.add_argument("--batch-size", type=int, help="a fixed batch size (micro: default 1)")
+    export.add_argument("--length", type=int, help="a fixed sequence length for the serve signature")
     inspect = commands.add_parser("inspect", help="describe a .tflite file")
     inspect.add_argument("tflite", help="a .tflite file")
     # Its arguments (--tiny, --output-dir DIR) are keras_relrec.demo's own.

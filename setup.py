@@ -50,6 +50,9 @@ setup(
             "dill>=0.3.8",
         ],
         "kmeans": ["scikit-learn>=1.5,<2"],
+        # export(target="micro") runs the file in TFLite Micro's own
+        # interpreter (published as dated development builds only).
+        "micro": ["tflite-micro>=0.dev20261023182759", "pyyaml>=6"],
         # keras_relrec.tuning: keras-tuner imports tensorboard before every
         # trial on the TensorFlow backend (tensorflow-cpu does not bring it);
         # BayesianOptimization needs scikit-learn.
@@ -72,6 +75,8 @@ setup(
             "dill>=0.3.8",
             "keras-tuner>=1.4.8,<1.5",
             "tensorboard>=2.21,<2.22",
+            "tflite-micro>=0.dev20261023182759",
+            "pyyaml>=6",
             # pytest-xdist 3.8's `--dist loadgroup` (make test) cannot group
             # tests under pytest 9.2, which stores node ids otherwise.
             "pytest>=8,<9.2",

@@ -3,8 +3,13 @@ TensorFlow directly.
 
 - `export_saved_model(model, path)`: `serve` (whole sequences) and, when the
   model can stream, `step` and `initial_state` endpoints.
-- `export_tflite(model, path, streaming=..., quantize=...)`: builtins-only
-  TFLite, with dynamic batch and length, or the streaming signatures.
+- `export_tflite(model, path, streaming=..., quantize=..., target=...)`:
+  builtins-only TFLite, with dynamic batch and length, or the streaming
+  signatures; `target="micro"` for TensorFlow Lite for Microcontrollers
+  (fixed shapes, the step alone, checked in the tflite-micro interpreter).
+- `micro`: that check (the op TFLM lacks and its layer, the smallest tensor
+  arena), `MicroInterpreter` / `MicroStreamer` to run micro files there,
+  `io_order` (the positions of a signature's tensors).
 - `run_sequence` / `run_streaming`: run such a file in LiteRT, checking the
   inputs against its signature first; both return a dict.
 - `plan_export(model)`: the `ExportPlan` every export works from (inputs,
@@ -19,8 +24,8 @@ Layout: `export_plan.py` (the plan), `stateful_protocol.py` (the protocol),
 `rnn_streamer.py` (RNN's implementation of it), `recurrent_loop.py` (the
 builtins-only loop), `model_graph.py` (walking and running a model's graph),
 `endpoints.py` (serve / step / initial_state), `saved_model.py`, `tflite.py`,
-`litert_runner.py`, `tflite_inspect.py`, `cli.py` (the `keras-relrec`
-command).
+`litert_runner.py`, `tflite_inspect.py`, `micro.py` and `micro_probe.py`
+(TFLite Micro), `cli.py` (the `keras-relrec` command).
 """
 
 try:
@@ -33,6 +38,7 @@ except ImportError as error:
         "(pip install -e '.[tensorflow-cpu,export]' in a checkout)"
     ) from error
 
+from keras_relrec.export import micro
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.export_plan import ExportPlan
 from keras_relrec.export.export_plan import plan_export

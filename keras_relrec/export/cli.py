@@ -2,12 +2,14 @@
 the arguments): export a `.keras` model, describe a `.tflite` file. Any
 failure is one line on stderr and exit status 1."""
 
+import pathlib
 import sys
 
 import keras
 import numpy as np
 
 import keras_relrec  # noqa: F401  (registers the layers)
+from keras_relrec.export import micro
 from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.saved_model import export_saved_model
@@ -40,10 +42,17 @@ def _export(args):
             streaming=args.streaming,
             quantize=args.quantize,
             representative_data=_calibration(args.calibration) if args.calibration else None,
-            dynamic_length=not args.fixed_length,
+            dynamic_length=not args.fixed_length and args.length is None,
+            target=args.target,
+            batch_size=args.batch_size,
+            length=args.length,
         )
         print(f"wrote {args.tflite} ({summary['size_bytes']:,} bytes, "
               f"signatures: {', '.join(summary['signatures'])})")
+        if "micro" in summary:
+            print(f"tflite-micro: runs in a tensor arena of {summary['micro']['arena_bytes']:,} bytes")
+            if "initial_state" in summary["micro"]:
+                print(f"wrote {summary['micro']['initial_state']} (the step's initial states)")
 
 
 def _inspect(args):
@@ -51,6 +60,8 @@ def _inspect(args):
         summary = tflite_inspect.summarize(args.tflite)
     except Exception as error:
         raise ExportError(f"{args.tflite} is not a readable .tflite file: {error}") from None
+    if micro.available():
+        summary["tflite-micro"] = micro.compatibility(pathlib.Path(args.tflite).read_bytes())
     print(tflite_inspect.format_summary(summary))
 
 

@@ -25,6 +25,7 @@ from keras import tree
 
 from keras_relrec.export import model_graph
 from keras_relrec.export import recurrent_loop
+from keras_relrec.utils import keras_internals
 
 
 def output_dict(outputs):
@@ -51,7 +52,7 @@ def serve_fn(plan):
         outputs = model_graph.run(
             plan.model,
             args if len(args) > 1 else args[0],
-            lambda op: sequence_call(op) if id(op) in recurrent else None,
+            lambda op: sequence_call(op) if id(op) in recurrent else _builtin_swap(op),
         )
         return output_dict(outputs)
 
@@ -86,13 +87,37 @@ def step_fn(plan, check_batch=False):
         output = model_graph.run(
             plan.model,
             frame[:, None] if plan.chunk_length is None else frame,
-            lambda op: step_call(nodes[id(op)]) if id(op) in nodes else None,
+            lambda op: step_call(nodes[id(op)]) if id(op) in nodes else _builtin_swap(op),
         )
         if plan.keeps_time_axis:
             output = output[:, 0]
         return {"output": output, **new_states}
 
     return step
+
+
+def _any(values, axis, keepdims=False):
+    """`reduce_any` as a reduce-max: TFLite Micro has REDUCE_MAX, not
+    REDUCE_ANY."""
+    return tf.reduce_max(tf.cast(tf.cast(values, tf.bool), tf.float32), axis=axis, keepdims=keepdims) > 0
+
+
+def _builtin_swap(op):
+    """Keras layers and ops computed with ops every runtime has: `Masking`'s
+    mask and `keras.ops.any` (a mask built in a model) are reduce-anys, which
+    TFLite Micro lacks. None for every other operation (Keras computes it)."""
+    if type(op).__name__ == "Any" and not isinstance(op, keras.layers.Layer):
+        return lambda values, mask, kwargs: _any(values, op.axis, op.keepdims)
+    if not isinstance(op, keras.layers.Masking):
+        return None
+
+    def masking(sequences, mask, kwargs):
+        keep = _any(tf.not_equal(sequences, tf.cast(op.mask_value, sequences.dtype)), -1, keepdims=True)
+        outputs = tf.where(keep, sequences, tf.zeros_like(sequences))
+        keras_internals.set_keras_mask(outputs, tf.squeeze(keep, -1))
+        return outputs
+
+    return masking
 
 
 def _checked_states(frame, frame_name, states):
@@ -123,29 +148,37 @@ def initial_state_fn(plan):
     return initial_state
 
 
-def add_endpoints(archive, plan, *, sequence=True, streaming=False, dynamic_length=True, check_batch=False):
+def add_endpoints(archive, plan, *, sequence=True, streaming=False, dynamic_length=True, check_batch=False,
+                  batch_size=None, length=None, step_only=False):
     """Adds `serve`, and with `streaming` `step` and `initial_state`, to a
     `keras.export.ExportArchive` that tracks the plan's model.
+
+    `batch_size` fixes the batch of every signature, `length` the time axis
+    of `serve` (with `dynamic_length=False`). `step_only` leaves out every
+    streaming signature but `step` (a runtime that runs one subgraph).
 
     Returns:
         The names of the endpoints added.
     """
     names = []
     if sequence:
-        archive.add_endpoint("serve", serve_fn(plan), input_signature=[plan.serve_specs(dynamic_length)])
+        archive.add_endpoint("serve", serve_fn(plan),
+                             input_signature=[plan.serve_specs(dynamic_length, batch_size, length)])
         names.append("serve")
     if streaming:
         archive.add_endpoint(
             "step",
             step_fn(plan, check_batch),
-            input_signature=[{**plan.frame_specs(), **plan.state_specs()}],
+            input_signature=[{**plan.frame_specs(batch_size), **plan.state_specs(batch_size)}],
         )
+        names.append("step")
+    if streaming and not step_only:
         archive.add_endpoint(
             "initial_state",
             initial_state_fn(plan),
             input_signature=[tf.TensorSpec((), tf.int32, name="batch_size")],
         )
-        names += ["step", "initial_state"]
+        names.append("initial_state")
         if plan.chunk_length is not None:
             # Says the step takes chunks, and how long (runners read it).
             archive.add_endpoint(

@@ -126,27 +126,34 @@ class ExportPlan:
     def stateful_node(self, layer):
         return next(node for node in self.stateful if node.layer is layer)
 
-    def serve_specs(self, dynamic_length=True):
-        """{name: TensorSpec} of whole sequences, batch (and time) dynamic."""
+    def serve_specs(self, dynamic_length=True, batch_size=None, length=None):
+        """{name: TensorSpec} of whole sequences: the batch dynamic unless
+        `batch_size` is given; the time axis dynamic with `dynamic_length`,
+        else `length` or the model's own."""
         specs = {}
         for name, tensor in self.inputs.items():
-            shape = [None] + list(tensor.shape[1:])
-            if dynamic_length and len(shape) >= 2:
-                shape[1] = None
+            shape = [batch_size] + list(tensor.shape[1:])
+            if len(shape) >= 2 and (dynamic_length or length is not None):
+                shape[1] = None if dynamic_length else length
             specs[name] = tf.TensorSpec(shape, tensor.dtype, name=name)
         return specs
 
-    def frame_specs(self):
+    def frame_specs(self, batch_size=None):
         """{name: TensorSpec} of one frame (the time axis dropped), or of one
-        chunk of `chunk_length` frames."""
+        chunk of `chunk_length` frames; the batch dynamic unless given."""
         self.require_streaming()
         ((name, tensor),) = self.inputs.items()
         steps = [] if self.chunk_length is None else [self.chunk_length]
-        return {name: tf.TensorSpec([None] + steps + list(tensor.shape[2:]), tensor.dtype, name=name)}
+        return {name: tf.TensorSpec([batch_size] + steps + list(tensor.shape[2:]), tensor.dtype, name=name)}
 
-    def state_specs(self):
-        """{state name: TensorSpec} of every stateful layer, in order."""
-        return {name: spec for node in self.stateful for name, spec in node.state_specs.items()}
+    def state_specs(self, batch_size=None):
+        """{state name: TensorSpec} of every stateful layer, in order; the
+        batch dynamic unless given."""
+        return {
+            name: tf.TensorSpec([batch_size] + spec.shape.as_list()[1:], spec.dtype, name=name)
+            for node in self.stateful
+            for name, spec in node.state_specs.items()
+        }
 
 
 def _safe_name(name):

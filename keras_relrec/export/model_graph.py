@@ -9,6 +9,7 @@ models included.
 
 import collections
 import dataclasses
+import re
 
 import keras
 from keras import tree
@@ -79,6 +80,16 @@ def _walk(model, prefix, outer_masked, multiplicity, found):
             found[id(op)] = GraphOperation(op, node, prefix, masked, calls)
 
 
+def layer_in_scope(model, text):
+    """The first layer of `model` whose name scope (`<name>/`, or
+    `<name>_<n>/` when traced more than once) appears in `text` (op or
+    tensor names of a converted file), or None."""
+    for layer in (item.operation for item in walk(model)):
+        if re.search(rf"""(^|[/"'\s]){re.escape(layer.name)}(_\d+)?/""", text):
+            return layer
+    return None
+
+
 def run(model, inputs, replacement):
     """Runs `model` on `inputs`.
 
@@ -106,7 +117,10 @@ def _swapped_call(layer, swapped, args, kwargs):
         mask = keras_internals.get_keras_mask(sequences)
     kwargs.pop("training", None)
     outputs = swapped(sequences, mask, kwargs)
-    out_mask = layer.compute_mask(sequences, mask) if mask is not None else None
+    # A swap that sets its outputs' masks itself keeps them.
+    sets_mask = keras_internals.get_keras_mask(tree.flatten(outputs)[0]) is not None
+    computes_mask = mask is not None and not sets_mask and hasattr(layer, "compute_mask")
+    out_mask = layer.compute_mask(sequences, mask) if computes_mask else None
     if out_mask is not None:
         for tensor, m in zip(tree.flatten(outputs), tree.flatten(out_mask)):
             if m is not None:

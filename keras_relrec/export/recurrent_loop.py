@@ -80,8 +80,10 @@ def sequence(layer, sequences, mask=None, states=None):
     if layer.go_backwards:
         sequences = tf.reverse(sequences, [1])
         mask = None if mask is None else tf.reverse(mask, [1])
-    batch = tf.shape(sequences)[0]
-    steps = tf.shape(sequences)[1]
+    # Static sizes where the signature fixes them: the loop's shapes then stay
+    # static, which runtimes without dynamic shapes (TFLite Micro) need.
+    batch = sequences.shape[0] or tf.shape(sequences)[0]
+    steps = sequences.shape[1] or tf.shape(sequences)[1]
     if states is None:
         states = initial_state(layer, batch)
     dtype = layer.compute_dtype
@@ -92,13 +94,18 @@ def sequence(layer, sequences, mask=None, states=None):
     else:
         buffer = tf.zeros([0], dtype)  # unused, but the loop carries it
     zero_start = [0] * len(output_shape)
+    if mask is not None:
+        # Gathered as numbers: TFLite Micro's GATHER takes no booleans (and
+        # its STRIDED_SLICE no step index). A select, which the converter
+        # does not fold back into the boolean as it folds a cast.
+        mask = tf.where(mask, tf.ones_like(mask, tf.float32), tf.zeros_like(mask, tf.float32))
 
     def body(t, last, buffer, *states):
         x_t = tf.gather(sequences, t, axis=1)
         output, new_states = call_cell(layer, x_t, list(states))
         output = tf.cast(output, dtype)
         if mask is not None:
-            mask_t = tf.gather(mask, t, axis=1)
+            mask_t = tf.gather(mask, t, axis=1) > 0.5
             held = tf.zeros_like(output) if layer.zero_output_for_mask else last
             output = where(mask_t, output, held)
             new_states = [where(mask_t, n, s) for n, s in zip(new_states, states)]
@@ -113,7 +120,12 @@ def sequence(layer, sequences, mask=None, states=None):
         lambda t, *_: t < steps,
         body,
         loop_vars,
-        shape_invariants=tuple(_invariant(v) for v in loop_vars),
+        shape_invariants=(
+            tf.TensorShape([]),
+            _invariant(last, sequences.shape[0]),
+            _invariant(buffer, sequences.shape[0]) if layer.return_sequences else buffer.shape,
+            *(_invariant(state, sequences.shape[0]) for state in states),
+        ),
     )
     output = buffer if layer.return_sequences else last
     if layer.return_state:
@@ -122,11 +134,12 @@ def sequence(layer, sequences, mask=None, states=None):
     return output
 
 
-def _invariant(value):
-    """The batch may vary across calls; the loop keeps every other axis."""
+def _invariant(value, batch):
+    """The batch may vary across calls unless the signature fixes it; the
+    loop keeps every other axis."""
     shape = value.shape.as_list()
     if shape:
-        shape[0] = None
+        shape[0] = batch
     return tf.TensorShape(shape)
 
 

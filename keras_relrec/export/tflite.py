@@ -2,19 +2,22 @@
 quantized variants."""
 
 import pathlib
-import re
 import tempfile
 
 import numpy as np
 import tensorflow as tf
 
 from keras_relrec.export import endpoints
+from keras_relrec.export import micro as micro_runtime
 from keras_relrec.export import model_graph
 from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.export_plan import plan_export
 
 QUANTIZE_MODES = (None, "float16", "dynamic_int8", "int8")
+# "litert": phones and desktops (dynamic shapes, every signature); "micro":
+# TensorFlow Lite for Microcontrollers (fixed shapes, one subgraph to run).
+TARGETS = ("litert", "micro")
 # Enough calibration examples for int8 ranges; more only slows conversion.
 MAX_CALIBRATION_EXAMPLES = 100
 
@@ -27,6 +30,9 @@ def export_tflite(
     quantize=None,
     representative_data=None,
     dynamic_length=True,
+    target="litert",
+    batch_size=None,
+    length=None,
 ):
     """Writes `model` as a `.tflite` file that uses builtin ops only.
 
@@ -35,6 +41,15 @@ def export_tflite(
     mode: signatures `step` (one time step and the states in, `output` and
     the new states out, by name) and `initial_state` (`batch_size` in).
     See `keras_relrec.export.endpoints` for the names.
+
+    `target="micro"` writes a file for TensorFlow Lite for Microcontrollers:
+    a fixed batch (`batch_size`, default 1) and, in sequence mode, a fixed
+    length (`length`, or the model's own); in streaming mode `step` is the
+    only signature, and the initial states go to `<name>.initial_state.npz`
+    beside the file (`micro.initial_state_path`). The file is run once in
+    the installed tflite-micro interpreter (extra `[micro]`): an op it
+    lacks fails the export, naming the op and the layer; the summary gains
+    `micro` with the smallest tensor arena it runs in (`arena_bytes`).
 
     Args:
         model: A functional or sequential Keras model.
@@ -48,7 +63,13 @@ def export_tflite(
             time, ...) as an array, or an iterable of such batches; for a
             model of several inputs, a dict {input name: array} or a list of
             arrays in the order of the model's inputs.
-        dynamic_length: Whether the time axis of the inputs is dynamic.
+        dynamic_length: Whether the time axis of the inputs is dynamic
+            (target "litert" only).
+        target: "litert" (default) or "micro".
+        batch_size: A fixed batch size for every signature (default:
+            dynamic for "litert", 1 for "micro").
+        length: The fixed length of `serve`'s sequences (with
+            `dynamic_length=False` or target "micro"); default the model's.
 
     Returns:
         A summary of the file (see `tflite_inspect.summarize`).
@@ -69,12 +90,23 @@ def export_tflite(
             f"then; received quantize={quantize!r} and representative_data "
             f"{'given' if representative_data is not None else 'None'}."
         )
+    if target not in TARGETS:
+        raise ValueError(f"Argument `target` must be one of {TARGETS}; received target={target!r}.")
+    micro = target == "micro"
+    if micro and batch_size is None:
+        batch_size = 1
+    for name, value in (("batch_size", batch_size), ("length", length)):
+        if value is not None and (not isinstance(value, (int, np.integer)) or value < 1):
+            raise ValueError(f"Argument `{name}` must be a positive integer or None; received {name}={value!r}.")
     plan = plan_export(model)
     if streaming:
         plan.require_streaming()  # names the layer before anything is traced
+    elif micro:
+        dynamic_length = False
+        _require_fixed_length(plan, length)
     calibration = None
     if quantize == "int8":
-        calibration = _calibration_data(plan, representative_data, streaming)
+        calibration = _calibration_data(plan, representative_data, streaming, batch_size, micro)
     with tempfile.TemporaryDirectory() as folder:
         archive = endpoints.new_archive(model)
         keys = endpoints.add_endpoints(
@@ -83,6 +115,9 @@ def export_tflite(
             sequence=not streaming,
             streaming=streaming,
             dynamic_length=dynamic_length,
+            batch_size=batch_size,
+            length=length,
+            step_only=micro,
         )
         archive.write_out(folder, verbose=False)
         converter = tf.lite.TFLiteConverter.from_saved_model(folder, signature_keys=keys)
@@ -100,14 +135,35 @@ def export_tflite(
     custom = tflite_inspect.custom_ops(content)
     if custom:
         raise ExportError(f"the converted model needs non-builtin ops {custom}")
+    summary = tflite_inspect.summarize(content)
+    if micro:
+        summary["micro"] = micro_runtime.check(content, model)
     path = pathlib.Path(path)
     path.write_bytes(content)
-    return tflite_inspect.summarize(content)
+    if micro and streaming:
+        states = endpoints.initial_state_fn(plan)(tf.constant(batch_size))
+        extra = {} if plan.chunk_length is None else {micro_runtime.CHUNK_LENGTH_KEY: plan.chunk_length}
+        sidecar = micro_runtime.initial_state_path(path)
+        np.savez(sidecar, **{name: value.numpy() for name, value in states.items()}, **extra)
+        summary["micro"]["initial_state"] = str(sidecar)
+    return summary
 
 
-def _calibration_examples(plan, representative_data):
+def _require_fixed_length(plan, length):
+    """A microcontroller runs sequences of one length: `length` or the model's."""
+    if length is not None:
+        return
+    unknown = [name for name, tensor in plan.inputs.items() if len(tensor.shape) >= 2 and tensor.shape[1] is None]
+    if unknown:
+        raise ValueError(
+            f"target='micro' in sequence mode needs a fixed length: input '{unknown[0]}' has none; pass "
+            "length=... (or export streaming=True, which takes any length frame by frame)."
+        )
+
+
+def _calibration_examples(plan, representative_data, batch_size=None):
     """Up to `MAX_CALIBRATION_EXAMPLES` examples, each {input name: array
-    with a batch of one}."""
+    with a batch of one, or of `batch_size`}."""
     names = list(plan.inputs)
     if isinstance(representative_data, dict):
         if set(representative_data) != set(names):
@@ -137,8 +193,9 @@ def _calibration_examples(plan, representative_data):
                 "Argument `representative_data` must hold as many examples for every "
                 f"input; received {[len(a) for a in arrays.values()]}."
             )
-        for k in range(counts.pop()):
-            examples.append({name: array[k : k + 1] for name, array in arrays.items()})
+        rows = batch_size or 1
+        for k in range(0, counts.pop() - rows + 1, rows):
+            examples.append({name: array[k : k + rows] for name, array in arrays.items()})
             if len(examples) == MAX_CALIBRATION_EXAMPLES:
                 return examples
     if not examples:
@@ -146,10 +203,11 @@ def _calibration_examples(plan, representative_data):
     return examples
 
 
-def _calibration_data(plan, representative_data, streaming):
-    """The converter's representative dataset: examples one at a time, as
-    whole sequences or (streaming) frame by frame."""
-    examples = _calibration_examples(plan, representative_data)
+def _calibration_data(plan, representative_data, streaming, batch_size=None, step_only=False):
+    """The converter's representative dataset: examples one at a time (or
+    `batch_size` at a time), as whole sequences or (streaming) frame by
+    frame; with `step_only`, the file has no `initial_state` to calibrate."""
+    examples = _calibration_examples(plan, representative_data, batch_size)
 
     def sequences():
         for example in examples:
@@ -162,8 +220,10 @@ def _calibration_data(plan, representative_data, streaming):
         chunk = plan.chunk_length
         for example in examples:
             ((name, sequence),) = example.items()
-            yield ("initial_state", {"batch_size": np.array(1, np.int32)})
-            states = {key: v.numpy() for key, v in initial_state(tf.constant(1)).items()}
+            rows = len(sequence)
+            if not step_only:
+                yield ("initial_state", {"batch_size": np.array(rows, np.int32)})
+            states = {key: v.numpy() for key, v in initial_state(tf.constant(rows)).items()}
             for t in range(0, sequence.shape[1] - (chunk or 1) + 1, chunk or 1):
                 inputs = {name: sequence[:, t] if chunk is None else sequence[:, t : t + chunk], **states}
                 yield ("step", inputs)
@@ -182,10 +242,7 @@ def _conversion_reason(model, error):
     lines = [line.strip() for line in text.splitlines() if "error:" in line]
     first = lines[0] if lines else (text.strip().splitlines() or [repr(error)])[0]
     first = first.rsplit("): ", 1)[-1]  # drop the location, keep the reason
-    for layer in (item.operation for item in model_graph.walk(model)):
-        if re.search(rf"""(^|[/"'\s]){re.escape(layer.name)}(_\d+)?/""", text):
-            return (
-                f"layer '{layer.name}' ({layer.__class__.__name__}) does not convert "
-                f"to TFLite builtins: {first}"
-            )
+    layer = model_graph.layer_in_scope(model, text)
+    if layer is not None:
+        return f"layer '{layer.name}' ({layer.__class__.__name__}) does not convert to TFLite builtins: {first}"
     return f"the model does not convert to TFLite builtins: {first}"

@@ -15,10 +15,9 @@ _BUILTIN_NAMES = {
 }
 
 
-def op_histogram(content):
-    """{op name: count} over every subgraph; custom and Flex ops are named
-    `CUSTOM:<code>`."""
-    model = schema.Model.GetRootAsModel(content, 0)
+def operator_names(model):
+    """The op name of each of a flatbuffer `Model`'s operator codes; custom
+    and Flex ops are named `CUSTOM:<code>`."""
     names = []
     for k in range(model.OperatorCodesLength()):
         code = model.OperatorCodes(k)
@@ -27,6 +26,13 @@ def op_histogram(content):
             names.append("CUSTOM:" + code.CustomCode().decode())
         else:
             names.append(_BUILTIN_NAMES.get(builtin, f"BUILTIN_{builtin}"))
+    return names
+
+
+def op_histogram(content):
+    """{op name: count} over every subgraph (names as `operator_names`)."""
+    model = schema.Model.GetRootAsModel(content, 0)
+    names = operator_names(model)
     counts = collections.Counter()
     for s in range(model.SubgraphsLength()):
         subgraph = model.Subgraphs(s)
@@ -81,4 +87,8 @@ def format_summary(summary):
     lines.append("ops (all subgraphs):")
     for op, count in summary["ops"].items():
         lines.append(f"  {op:<28} {count}")
+    micro = summary.get("tflite-micro")
+    if micro is not None:
+        verdict = f"runs, tensor arena {micro['arena_bytes']:,} bytes" if micro["runs"] else micro["reason"]
+        lines.append(f"tflite-micro: {verdict}")
     return "\n".join(lines)

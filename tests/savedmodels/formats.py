@@ -1,6 +1,9 @@
 """The three formats of a trained model in savedmodels/, loaded and run the
 same way for every model's test: `<stem>.keras`, `<stem>_savedmodel/` (its
-`serve` endpoint) and `<stem>.tflite`."""
+`serve` endpoint) and `<stem>.tflite`; and the `.keras` model exported for
+microcontrollers, run in the tflite-micro interpreter."""
+
+import tempfile
 
 import keras
 import numpy as np
@@ -28,3 +31,18 @@ def saved_model_logits(folder, stem, input_name, x):
 
 def tflite_logits(folder, stem, x):
     return run_sequence(folder / f"{stem}.tflite", x)["output"]
+
+
+def micro_logits(folder, stem, x):
+    """The `.keras` model exported with target="micro" (batch 1, the length
+    of `x`), every example run through one tflite-micro interpreter."""
+    from keras_relrec.export import export_tflite
+    from keras_relrec.export import micro
+
+    model = keras.saving.load_model(folder / f"{stem}.keras", safe_mode=True)
+    with tempfile.TemporaryDirectory() as directory:
+        path = f"{directory}/{stem}_micro.tflite"
+        export_tflite(model, path, target="micro", length=x.shape[1])
+        runner = micro.MicroInterpreter(path, "serve")
+    (name,) = runner.order["inputs"]
+    return np.concatenate([runner(**{name: x[k : k + 1]})["output"] for k in range(len(x))])

@@ -11,6 +11,7 @@ import pytest
 from keras_relrec.datasets import load_japanese_vowels
 from tests.savedmodels.formats import accuracy
 from tests.savedmodels.formats import keras_logits
+from tests.savedmodels.formats import micro_logits
 from tests.savedmodels.formats import saved_model_logits
 from tests.savedmodels.formats import tflite_logits
 
@@ -40,7 +41,8 @@ def test_keras_file(test_split, reference):
 @pytest.mark.parametrize("run", [
     lambda x: saved_model_logits(FOLDER, STEM, "sequence", x),
     lambda x: tflite_logits(FOLDER, STEM, x),
-], ids=["saved_model", "tflite"])
+    lambda x: micro_logits(FOLDER, STEM, x),
+], ids=["saved_model", "tflite", "tflite_micro"])
 def test_exports(test_split, reference, run):
     logits = run(test_split[0])
     np.testing.assert_allclose(logits, reference, atol=1e-4)

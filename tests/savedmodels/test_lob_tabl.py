@@ -11,6 +11,7 @@ import pytest
 from keras_relrec.datasets import synthetic_lob
 from tests.savedmodels.formats import accuracy
 from tests.savedmodels.formats import keras_logits
+from tests.savedmodels.formats import micro_logits
 from tests.savedmodels.formats import saved_model_logits
 from tests.savedmodels.formats import tflite_logits
 
@@ -39,7 +40,8 @@ def test_keras_file(test_windows, reference):
 @pytest.mark.parametrize("run", [
     lambda x: saved_model_logits(FOLDER, STEM, "window", x),
     lambda x: tflite_logits(FOLDER, STEM, x),
-], ids=["saved_model", "tflite"])
+    lambda x: micro_logits(FOLDER, STEM, x),
+], ids=["saved_model", "tflite", "tflite_micro"])
 def test_exports(test_windows, reference, run):
     logits = run(test_windows[0])
     np.testing.assert_allclose(logits, reference, atol=1e-4)

@@ -1,0 +1,127 @@
+"""export_tflite(target="micro"): files that TensorFlow Lite for
+Microcontrollers runs, run in the tflite-micro interpreter (the same C++
+runtime as on a chip) and compared with Keras."""
+
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+from tflite_micro.python.tflite_micro import runtime
+
+from keras_relrec.export import export_tflite
+from keras_relrec.export import micro
+from keras_relrec.export import run_sequence
+from keras_relrec.export.export_error import ExportError
+from keras_relrec.layers import CoupledLSTMCell
+from keras_relrec.layers import PeepholeLSTMCell
+from keras_relrec.layers import RelationalMemoryCell
+from keras_relrec.layers import TransformerXL
+
+ATOL = 1e-5
+CELLS = {
+    "PeepholeLSTMCell": lambda: PeepholeLSTMCell(6),
+    "CoupledLSTMCell": lambda: CoupledLSTMCell(6, use_peepholes=True),
+    "LSTMCell": lambda: keras.layers.LSTMCell(6),
+    "GRUCell": lambda: keras.layers.GRUCell(6),
+    # A relational memory of the size a microcontroller holds (21 KB).
+    "RelationalMemoryCell": lambda: RelationalMemoryCell(mem_slots=2, head_size=4, num_heads=2),
+}
+
+
+def masked_model(cell, length=None):
+    """Masking → RNN(cell) → Dense: a padded frame keeps the states."""
+    inputs = keras.Input((length, 3), name="sequence")
+    hidden = keras.layers.RNN(cell, return_sequences=True)(keras.layers.Masking(0.0)(inputs))
+    return keras.Model(inputs, keras.layers.Dense(2, name="head")(hidden))
+
+
+def frames(batch=1, length=12, seed=0):
+    x = np.random.default_rng(seed).normal(size=(batch, length, 3)).astype("float32")
+    x[:, 5] = 0.0  # a padded frame
+    return x
+
+
+@pytest.mark.parametrize("name", CELLS)
+def test_the_step_runs_in_tflite_micro_as_in_keras(name, tmp_path):
+    model = masked_model(CELLS[name]())
+    path = tmp_path / "step.tflite"
+    summary = export_tflite(model, path, streaming=True, target="micro")
+    # One subgraph, the step, at batch 1: what a microcontroller build runs.
+    assert summary["subgraphs"] == 1 and list(summary["signatures"]) == ["step"]
+    shapes = [shape for side in summary["signatures"]["step"].values() for shape, _ in side.values()]
+    assert all(shape[0] == 1 for shape in shapes), shapes
+    assert "REDUCE_ANY" not in summary["ops"]  # the Masking layer's mask, as a max
+    states = dict(np.load(micro.initial_state_path(path)))
+    inputs = micro.io_order(path.read_bytes())["inputs"]
+    assert set(states) == set(inputs) - {"sequence"} and all(not v.any() for v in states.values())
+    assert summary["micro"]["arena_bytes"] > 0
+    x = frames()
+    result = micro.MicroStreamer(path).run(x)
+    np.testing.assert_allclose(result["output"], model.predict(x, verbose=0), atol=ATOL)
+    # A stream goes on from the states a call returned.
+    streamer = micro.MicroStreamer(path)
+    first = streamer.run(x[:, :7])
+    rest = streamer.run(x[:, 7:], states={k: v for k, v in first.items() if k != "output"})
+    np.testing.assert_allclose(np.concatenate([first["output"], rest["output"]], 1), result["output"], atol=ATOL)
+
+
+def test_sequence_mode_runs_at_a_fixed_batch_and_length(tmp_path):
+    model = masked_model(PeepholeLSTMCell(6))
+    path = tmp_path / "serve.tflite"
+    summary = export_tflite(model, path, target="micro", batch_size=2, length=12)
+    assert list(summary["signatures"]) == ["serve"]
+    assert summary["signatures"]["serve"]["inputs"]["sequence"][0] == (2, 12, 3)
+    x = frames(batch=2)
+    np.testing.assert_allclose(micro.run_sequence(path, x)["output"], model.predict(x, verbose=0), atol=ATOL)
+    # LiteRT runs the same file.
+    np.testing.assert_allclose(run_sequence(path, x)["output"], model.predict(x, verbose=0), atol=ATOL)
+    with pytest.raises(ValueError, match="length"):
+        export_tflite(model, tmp_path / "none.tflite", target="micro")
+    with pytest.raises(ValueError, match="batch_size=0"):
+        export_tflite(model, tmp_path / "none.tflite", target="micro", batch_size=0, length=3)
+    with pytest.raises(ValueError, match="target='tpu'"):
+        export_tflite(model, tmp_path / "none.tflite", target="tpu")
+    with pytest.raises(ValueError, match="Input 'sequence' must have shape"):
+        micro.run_sequence(path, x[:1])
+
+
+def test_the_arena_reported_is_the_smallest_that_runs(tmp_path):
+    path = tmp_path / "step.tflite"
+    arena = export_tflite(masked_model(CoupledLSTMCell(6)), path, streaming=True, target="micro")["micro"][
+        "arena_bytes"]
+    content = path.read_bytes()
+    runtime.Interpreter.from_bytes(content, arena_size=arena).invoke()
+    with pytest.raises(RuntimeError):
+        runtime.Interpreter.from_bytes(content, arena_size=arena - 16)
+
+
+def test_an_op_tflite_micro_lacks_fails_the_export_naming_op_and_layer(tmp_path):
+    inputs = keras.Input((4,), dtype="int32", name="tokens")
+    backbone = TransformerXL(num_layers=1, num_heads=1, head_size=4, hidden_dim=4, intermediate_dim=4,
+                             segment_len=2, mem_len=2, vocabulary_size=5, name="backbone")
+    model = keras.Model(inputs, backbone(inputs))
+    path = tmp_path / "txl.tflite"
+    with pytest.raises(ExportError, match=r"layer 'backbone' \(TransformerXL\) needs the op \w+, which "
+                                          "TensorFlow Lite for Microcontrollers lacks"):
+        export_tflite(model, path, target="micro")
+    assert not path.exists()
+    # The same model's LiteRT file is fine; `compatibility` says TFLM's no.
+    export_tflite(model, path)
+    verdict = micro.compatibility(path.read_bytes())
+    assert not verdict["runs"] and "lacks" in verdict["reason"]
+
+
+def test_the_command_line_exports_for_micro_and_inspect_reports_it(tmp_path):
+    model = masked_model(PeepholeLSTMCell(4))
+    model.save(tmp_path / "m.keras")
+    command = [sys.executable, "-m", "keras_relrec_cli"]
+    done = subprocess.run([*command, "export", str(tmp_path / "m.keras"), "--tflite", str(tmp_path / "m.tflite"),
+                           "--streaming", "--target", "micro"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "tflite-micro: runs in a tensor arena of" in done.stdout
+    assert micro.initial_state_path(tmp_path / "m.tflite").is_file()
+    done = subprocess.run([*command, "inspect", str(tmp_path / "m.tflite")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "tflite-micro: runs, tensor arena" in done.stdout
