@@ -5,7 +5,9 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
-PIP := $(PY) -m pip --disable-pip-version-check -q
+# --no-compile: Python compiles what is imported on first use; compiling all
+# of site-packages at install (TensorFlow, JAX, SciPy, ...) takes half a minute.
+PIP := $(PY) -m pip --disable-pip-version-check -q --no-compile
 INSTALL_INPUTS := setup.py pyproject.toml constraints.txt
 # Two pytest workers: the suite is CPU-bound and the reference machine has
 # two cores. loadgroup: tests sharing a costly per-process fixture (marked

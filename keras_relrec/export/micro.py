@@ -36,10 +36,10 @@ def available():
     return True
 
 
-def _interpreter(content, arena_size, inputs=None):
+def _interpreter(content, arena_size):
     """(interpreter, None) or (None, what TFLM said), in this process."""
     try:
-        return micro_probe.interpreter(content, arena_size, inputs)
+        return micro_probe.interpreter(content, arena_size)
     except ImportError as error:
         raise ExportError(str(error)) from None
 

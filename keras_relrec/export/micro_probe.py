@@ -57,23 +57,20 @@ def _native_output(lines):
             lines.extend(sink.read().decode(errors="replace").splitlines())
 
 
-def interpreter(content, arena_size, inputs=None, capture=True):
+def interpreter(content, arena_size, capture=True):
     """(interpreter, None) once the file is allocated in an arena of
-    `arena_size` bytes and invoked on `inputs` (a list in input order;
-    default zeros), or (None, what TFLM said). Without `capture`, what TFLM
-    prints goes to this process's own output (for a parent to read even
-    if TFLM crashes)."""
+    `arena_size` bytes and invoked on zeros, or (None, what TFLM said).
+    Without `capture`, what TFLM prints goes to this process's own output
+    (for a parent to read even if TFLM crashes)."""
     lines = []
     try:
         with _native_output(lines) if capture else contextlib.nullcontext():
             micro = runtime()
             loaded = micro.Interpreter.from_bytes(bytes(content), arena_size=int(arena_size))
-            if inputs is None:
-                count = len(micro.convert_bytearray_to_object(bytearray(content)).subgraphs[0].inputs)
-                details = [loaded.get_input_details(k) for k in range(count)]
-                inputs = [np.zeros(d["shape"], d["dtype"]) for d in details]
-            for position, value in enumerate(inputs):
-                loaded.set_input(value, position)
+            count = len(micro.convert_bytearray_to_object(bytearray(content)).subgraphs[0].inputs)
+            for position in range(count):
+                detail = loaded.get_input_details(position)
+                loaded.set_input(np.zeros(detail["shape"], detail["dtype"]), position)
             loaded.invoke()
     except (RuntimeError, ValueError) as error:
         said = [line.strip() for line in lines if line.strip()]

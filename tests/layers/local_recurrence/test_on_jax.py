@@ -1,9 +1,12 @@
 """The backend-neutral tests of the local-recurrence family — the NumPy
 window loops, masking, chunking, the seed's equations, the block's
 equations and the goldens of the public R-Transformer code — run again on
-JAX, in a process of its own."""
+JAX, in a process of its own: the equations, masking and the goldens in
+make test, every one of them in make test-slow (make test's budget)."""
 
 import pathlib
+
+import pytest
 
 from tests.jax_rerun import pytest_on_jax
 
@@ -14,10 +17,25 @@ TESTS = {
     "test_r_transformer_goldens.py": ["matches_the_reference", "block_equations", "other_choice",
                                       "saves_and_reloads"],
 }
+QUICK = {
+    "test_local_recurrence.py": ["seed_equations", "as_if_absent"],
+    "test_r_transformer_goldens.py": ["matches_the_reference", "block_equations"],
+}
+
+
+def rerun(tests):
+    return pytest_on_jax([HERE / name for name in tests],
+                         " or ".join(f"({name})" for names in tests.values() for name in names))
 
 
 def test_on_jax():
-    output = pytest_on_jax([HERE / name for name in TESTS],
-                           " or ".join(f"({name})" for names in TESTS.values() for name in names))
+    output = rerun(QUICK)
+    # Every selected test ran: 1 + 1 window tests, 3 + 1 of the block.
+    assert "6 passed" in output, output[-500:]
+
+
+@pytest.mark.slow
+def test_every_one_on_jax():
+    output = rerun(TESTS)
     # Every selected test ran: 3 + 1 + 1 + 1 + 6 + 1 window tests, 3 + 1 + 1 + 1 of the block.
     assert "19 passed" in output, output[-500:]
