@@ -5,10 +5,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
-# --no-compile: Python compiles what is imported on first use; compiling all
-# of site-packages at install (TensorFlow, JAX, SciPy, ...) takes half a minute.
 PIP := $(PY) -m pip --disable-pip-version-check -q
-INSTALL := $(PIP) install --no-compile
 INSTALL_INPUTS := setup.py pyproject.toml constraints.txt
 # Two pytest workers: the suite is CPU-bound and the reference machine has
 # two cores. loadgroup: tests sharing a costly per-process fixture (marked
@@ -21,11 +18,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed-demo: $(INSTALL_INPUTS) | $(PY)
-	$(INSTALL) -c constraints.txt -e ".[tensorflow-cpu,export,tutorials]"
+	$(PIP) install -c constraints.txt -e ".[tensorflow-cpu,export,tutorials]"
 	touch $@
 
 $(VENV)/.installed-test: $(INSTALL_INPUTS) | $(PY)
-	$(INSTALL) -c constraints.txt -e ".[test]"
+	$(PIP) install -c constraints.txt -e ".[test]"
 	touch $@
 
 # The launcher keeps TensorFlow's log lines off the terminal.
