@@ -42,7 +42,7 @@ def micro_logits(folder, stem, x):
     model = keras.saving.load_model(folder / f"{stem}.keras", safe_mode=True)
     with tempfile.TemporaryDirectory() as directory:
         path = f"{directory}/{stem}_micro.tflite"
-        export_tflite(model, path, target="micro", length=x.shape[1])
-        runner = micro.MicroInterpreter(path, "serve")
+        arena = export_tflite(model, path, target="micro", length=x.shape[1])["micro"]["arena_bytes"]
+        runner = micro.MicroInterpreter(path, "serve", arena_size=4 * arena)
     (name,) = runner.order["inputs"]
     return np.concatenate([runner(**{name: x[k : k + 1]})["output"] for k in range(len(x))])
