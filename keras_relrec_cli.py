@@ -3,6 +3,8 @@
     keras-relrec export MODEL.keras --tflite OUT.tflite [--streaming]
                  [--quantize {float16,dynamic_int8,int8} --calibration DATA.npy|DATA.npz]
                  [--saved-model DIR] [--fixed-length]
+                 [--target {litert,micro,accelerator} --batch-size N --length T]
+                 [--float-io] [--runtime VERSION]
     keras-relrec inspect OUT.tflite
     keras-relrec demo [--tiny] [--output-dir DIR]     (the job of `make demo`)
 
@@ -44,11 +46,17 @@ def _parser():
     )
     export.add_argument("--fixed-length", action="store_true", help="keep the model's own time length")
     export.add_argument(
-        "--target", choices=["litert", "micro"], default="litert",
+        "--target", choices=["litert", "micro", "accelerator"], default="litert",
         help="micro: TensorFlow Lite for Microcontrollers (fixed batch and length, the step alone, "
-        "checked in the tflite-micro interpreter)",
+        "checked in the tflite-micro interpreter); accelerator: GPU / NPU delegates (fixed shapes, "
+        "loops unrolled, with --quantize int8 integers throughout)",
     )
-    export.add_argument("--batch-size", type=int, help="a fixed batch size (micro: default 1)")
+    export.add_argument("--batch-size", type=int, help="a fixed batch size (micro, accelerator: default 1)")
+    export.add_argument(
+        "--float-io", action="store_true",
+        help="with --quantize int8 for micro or accelerator: float inputs, outputs and states",
+    )
+    export.add_argument("--runtime", help="the oldest TF Lite runtime the file must run in, e.g. 2.14")
     export.add_argument("--length", type=int, help="a fixed sequence length for the serve signature")
     inspect = commands.add_parser("inspect", help="describe a .tflite file")
     inspect.add_argument("tflite", help="a .tflite file")

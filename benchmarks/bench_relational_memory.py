@@ -304,8 +304,9 @@ def plan(args):
                          for label, changes in ABLATIONS])
                  for name, config in configs.items()]
     # Part 4: (config name, jit, before, after); after is part 1's spec.
+    versions_jits = (False, True) if args.versions_jit == "both" else (args.versions_jit == "true",)
     versions = [(name, jit, dataclasses.replace(rmc, version=args.baseline_ref), rmc)
-                for name, jit, rmc, _ in part1]
+                for name, jit, rmc, _ in part1 if jit in versions_jits]
     return {"configs": configs, "part1": part1, "slots": slots, "lengths": lengths,
             "scaling_jits": scaling_jits, "profile_jit": profile_jit,
             "ablations": ablations, "versions": versions}
@@ -562,14 +563,17 @@ def parse_args(argv=None):
                    help="sequence lengths of the length sweep")
     p.add_argument("--length-slots", type=int, default=4,
                    help="mem_slots of the length sweep")
-    # Defaults resolved below: --quick leaves XLA out of the sweeps and the
-    # ablations, because an XLA compile costs several seconds even for a tiny
-    # model and part 1 already exercises jit_compile=True.
+    # Defaults resolved below: --quick leaves XLA out of the sweeps, the
+    # ablations and part 4, because an XLA compile costs several seconds even
+    # for a tiny model and part 1 already exercises jit_compile=True.
     p.add_argument("--scaling-jit", choices=["true", "false", "both"], default=None,
                    help="jit_compile settings of the sweeps (default both; "
                    "false with --quick)")
     p.add_argument("--profile-jit", choices=["true", "false"], default=None,
                    help="jit_compile of the ablations (default true; false "
+                   "with --quick)")
+    p.add_argument("--versions-jit", choices=["true", "false", "both"], default=None,
+                   help="jit_compile settings of part 4 (default both; false "
                    "with --quick)")
     p.add_argument("--baseline-ref", default=BASELINE_REF,
                    help="git commit whose RMC part 4 compares against")
@@ -577,11 +581,15 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.quick:
         args.repeats, args.warmup = 2, 1
-        args.slots, args.lengths = [1, 2, 4], [4, 8]
+        # Two points per sweep, each sharing one with part 1 (2 slots,
+        # length 4): two more models to build and trace, not three.
+        args.slots, args.lengths, args.length_slots = [1, 2], [4, 8], 2
     if args.scaling_jit is None:
         args.scaling_jit = "false" if args.quick else "both"
     if args.profile_jit is None:
         args.profile_jit = "false" if args.quick else "true"
+    if args.versions_jit is None:
+        args.versions_jit = "false" if args.quick else "both"
     return args
 
 

@@ -3,6 +3,7 @@ neither can rot."""
 
 import pathlib
 import re
+import runpy
 import subprocess
 import sys
 
@@ -44,26 +45,33 @@ def test_make_demo_prints_its_table_in_one_piece(tmp_path):
     ]
 
 
-def run_quick(script, tmp_path):
-    """Runs a benchmark script in its quick mode; returns what it wrote."""
+def run_quick(script, tmp_path, monkeypatch):
+    """Runs a benchmark script in its quick mode, as `python <script> --quick
+    --output ...` does (its `__main__` block, its argument parsing), but in
+    this process: a process of its own would import TensorFlow again,
+    5 s of each quick run. Returns what it wrote."""
     output = tmp_path / "RESULTS.md"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--output", str(output)],
-        check=True,
-        capture_output=True,
-    )
+    path = ROOT / "benchmarks" / script
+    monkeypatch.setattr(sys, "argv", [str(path), "--quick", "--output", str(output)])
+    # The script puts its folder on sys.path and imports results_file from
+    # there: both are undone afterwards.
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        runpy.run_path(str(path), run_name="__main__")
+    finally:
+        sys.modules.pop("results_file", None)
     return output.read_text()
 
 
-def test_lstm_benchmark_quick(tmp_path):
-    text = run_quick("bench_lstm_cells.py", tmp_path)
+def test_lstm_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_lstm_cells.py", tmp_path, monkeypatch)
     for model in ("keras.layers.LSTM", "PeepholeLSTMCell", "CoupledLSTMCell"):
         assert f"| {model} | True |" in text and f"| {model} | False |" in text
     assert "Matmul peak" in text
 
 
-def test_tflite_benchmark_quick(tmp_path):
-    text = run_quick("bench_tflite.py", tmp_path)
+def test_tflite_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_tflite.py", tmp_path, monkeypatch)
     assert "<!-- bench_tflite:start -->" in text and "<!-- bench_tflite:end -->" in text
     for heading in ("Per-step (streaming) latency", "Per-sequence latency", "File size and accuracy"):
         assert heading in text
@@ -71,8 +79,8 @@ def test_tflite_benchmark_quick(tmp_path):
         assert f"| {mode} |" in text
 
 
-def test_relational_memory_benchmark_quick(tmp_path):
-    text = run_quick("bench_relational_memory.py", tmp_path)
+def test_relational_memory_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_relational_memory.py", tmp_path, monkeypatch)
     assert "<!-- bench_relational_memory:start -->" in text
     for heading in ("RMC vs `keras.layers.LSTM`", "Scaling", "Where an RMC training step goes",
                     "Before and after the attention rewrite"):
@@ -80,8 +88,8 @@ def test_relational_memory_benchmark_quick(tmp_path):
     assert "the biggest cost of a training step is" in text
 
 
-def test_bag_of_features_benchmark_quick(tmp_path):
-    text = run_quick("bench_bag_of_features.py", tmp_path)
+def test_bag_of_features_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_bag_of_features.py", tmp_path, monkeypatch)
     assert "<!-- bench_bag_of_features:start -->" in text
     assert "<!-- bench_bag_of_features:end -->" in text
     assert "Quick smoke-test run" in text
@@ -92,8 +100,8 @@ def test_bag_of_features_benchmark_quick(tmp_path):
     assert "f32 infer frames/s" in text and "peak RSS" in text
 
 
-def test_tabl_benchmark_quick(tmp_path):
-    text = run_quick("bench_tabl.py", tmp_path)
+def test_tabl_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_tabl.py", tmp_path, monkeypatch)
     assert "<!-- bench_tabl:start -->" in text and "<!-- bench_tabl:end -->" in text
     assert "Quick smoke-test run" in text
     for heading in ("One layer over (D, T, D', T')", "How time grows with each dimension",
@@ -107,33 +115,44 @@ def test_tabl_benchmark_quick(tmp_path):
     assert "TABL takes" in text and "C(TABL) answers in" in text
 
 
-def test_transformer_xl_benchmark_quick(tmp_path):
-    text = run_quick("bench_transformer_xl.py", tmp_path)
+def test_transformer_xl_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_transformer_xl.py", tmp_path, monkeypatch)
     assert "<!-- bench_transformer_xl:start -->" in text and "<!-- bench_transformer_xl:end -->" in text
     assert "Quick smoke-test run" in text
     rows = [line for line in text.splitlines() if line.startswith("| 16 |") or line.startswith("| 32 |")]
     assert len(rows) == 2 and all("×" in row for row in rows)
 
 
-def test_segment_cache_benchmark_quick(tmp_path):
-    text = run_quick("bench_segment_cache.py", tmp_path)
+def test_segment_cache_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_segment_cache.py", tmp_path, monkeypatch)
     assert "<!-- bench_segment_cache:start -->" in text and "<!-- bench_segment_cache:end -->" in text
     assert "Quick smoke-test run" in text
     rows = [line for line in text.splitlines() if line.startswith("| 4 | 3 |")]
     assert len(rows) == 2 and all(row.count("×") == 2 for row in rows)
 
 
-def test_local_recurrence_benchmark_quick(tmp_path):
-    text = run_quick("bench_local_recurrence.py", tmp_path)
+def test_local_recurrence_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_local_recurrence.py", tmp_path, monkeypatch)
     assert "<!-- bench_local_recurrence:start -->" in text and "<!-- bench_local_recurrence:end -->" in text
     assert "Quick smoke-test run" in text
     rows = [line for line in text.splitlines() if line.startswith("| 50 | 3 |")]
     assert len(rows) == 1 and rows[0].count("×") == 2
 
 
-def test_relation_transformer_benchmark_quick(tmp_path):
-    text = run_quick("bench_relation_transformer.py", tmp_path)
+def test_relation_transformer_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_relation_transformer.py", tmp_path, monkeypatch)
     assert "<!-- bench_relation_transformer:start -->" in text and "<!-- bench_relation_transformer:end -->" in text
     assert "Quick smoke-test run" in text
     rows = [line for line in text.splitlines() if line.startswith("| 12 | 10 | 2 |")]
     assert len(rows) == 1 and rows[0].count("%") == 1 and rows[0].count(" / ") == 2
+
+
+def test_edge_targets_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_edge_targets.py", tmp_path, monkeypatch)
+    assert "<!-- bench_edge_targets:start -->" in text and "<!-- bench_edge_targets:end -->" in text
+    # Every target in its runtime, tflite-runtime 2.14 included; the fully
+    # integer TABL file runs in TFLM with Keras' answers.
+    for row in ("| C(TABL) (synthetic LOB) | float32 (litert) | tflite-runtime 2.14 | 100.0% | 100.0% |",
+                "| C(TABL) (synthetic LOB) | int8 integer I/O (micro) | TFLM | 100.0% | 100.0% |",
+                "| C(TABL) (synthetic LOB) | float32 (accelerator) | LiteRT | 100.0% | 100.0% |"):
+        assert row in text, text

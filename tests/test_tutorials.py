@@ -37,14 +37,23 @@ def test_deploy_to_device_tiny(tmp_path):
         "Keras (float32, whole utterance per call)",
         "LiteRT float32, frame by frame",
         "LiteRT int8, frame by frame",
+        "TFLM float32, frame by frame",
+        "TFLM int8, integer I/O and states, frame by frame",
     ]
-    # Float32 streaming in LiteRT gives Keras' answers on every utterance.
-    assert rows[1]["agree"] == 1.0
-    assert rows[1]["accuracy"] == rows[0]["accuracy"]
+    # Float32 streaming, in LiteRT and in TFLM, gives Keras' answers on
+    # every utterance.
+    for r in (rows[1], rows[3]):
+        assert r["agree"] == 1.0 and r["accuracy"] == rows[0]["accuracy"], r
     for r in rows:
         assert r["bytes"] > 0 and r["us_per_frame"] > 0
+    # The microcontroller files, with the arenas they run in.
+    assert rows[3]["arena"] > 0 and rows[4]["arena"] > 0
+    assert set(rows[1]["overhead"]) == {"signature runner, a frame per call", "whole utterance per call"}
+    drift = rows[4]["drift"]
+    assert 0 <= drift["first_100"] <= drift["max"] and 0 < drift["agree"] <= 1
     assert (tmp_path / "deploy_streaming.png").stat().st_size > 1000
-    assert "| LiteRT int8, frame by frame |" in (tmp_path / "deploy_results.md").read_text()
+    text = (tmp_path / "deploy_results.md").read_text()
+    assert "| TFLM int8, integer I/O and states, frame by frame |" in text and "over 1,000 frames" in text
 
 
 def test_nth_farthest_rmc_tiny(tmp_path):

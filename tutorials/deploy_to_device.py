@@ -3,13 +3,15 @@
 Trains a small model of keras_relrec cells to recognise the speaker of a
 spoken Japanese vowel (UEA JapaneseVowels, from the `aeon` wheel: 12 LPC
 coefficients per frame, 7 to 29 frames, 9 speakers), exports it for
-streaming as float32 and as full-int8 TFLite, and runs the test utterances
-frame by frame in LiteRT, the way a device receives them: one frame per
-call, states fed back, the answer read after the last frame. It writes to
---output-dir a table (`deploy_results.md`) of file size, test accuracy and
-time per frame for Keras and each LiteRT file, and a plot
-(`deploy_streaming.png`) of the class probabilities of one utterance as its
-frames arrive.
+streaming as float32 and int8 TFLite, for phones (LiteRT) and for
+microcontrollers (TFLite Micro, float32 and fully integer: int8 frames,
+probabilities and states), and runs the test utterances frame by frame, the
+way a device receives them: one frame per call, states fed back, the
+answer read after the last frame. It writes to --output-dir a table
+(`deploy_results.md`) of file size, tensor arena, test accuracy and time per
+frame for Keras and each file in its runtime, the drift of the int8 states
+over a 1,000-frame stream, and a plot (`deploy_streaming.png`) of the class
+probabilities of one utterance as its frames arrive.
 
     python tutorials/deploy_to_device.py            # the full run, a minute or two
     python tutorials/deploy_to_device.py --tiny     # seconds, for CI
@@ -52,26 +54,35 @@ def build_model(x_train, lengths, units):
     return keras.Model(inputs, outputs, name="speaker")
 
 
-class Streamer:
-    """A LiteRT streaming model: reset, then feed frames one at a time."""
-
-    def __init__(self, path):
-        interpreter = Interpreter(model_path=str(path))
-        self.step = interpreter.get_signature_runner("step")
-        self.initial_state = interpreter.get_signature_runner("initial_state")
-        self.frame_times = []
-
-    def run(self, frames):
-        """Class probabilities after each frame of one utterance (T, D)."""
-        states = self.initial_state(batch_size=np.array(1, np.int32))
-        outputs = []
-        for frame in frames:
+def stream_utterances(runner, x_test, lengths):
+    """Class probabilities after each frame of each utterance (a new stream
+    per utterance), and the time of each step call."""
+    streams, times = [], []
+    for x, n in zip(x_test, lengths):
+        runner.reset()
+        probs = []
+        for frame in x[:n]:
             start = time.perf_counter()
-            result = self.step(frames=frame[None], **states)
-            self.frame_times.append(time.perf_counter() - start)
-            states = {k: result[k] for k in states}
-            outputs.append(result["output"][0])
-        return np.array(outputs)
+            probs.append(runner(frame[None])[0])
+            times.append(time.perf_counter() - start)
+        streams.append(np.array(probs))
+    return streams, times
+
+
+class MicroRunner:
+    """The tflite-micro interpreter behind `Streamer`'s interface: one frame
+    per call, the states kept (int8 for an integer file)."""
+
+    def __init__(self, path, arena_bytes):
+        self.streamer = export.micro.MicroStreamer(path, arena_size=arena_bytes)
+
+    def reset(self):
+        self.states = dict(self.streamer.initial_state)
+
+    def __call__(self, frame):
+        result = self.streamer.run(frame[:, None], self.states)
+        self.states = {k: v for k, v in result.items() if k != "output"}
+        return result["output"][:, 0]
 
 
 def main(argv=None):
@@ -95,16 +106,20 @@ def main(argv=None):
 
     out = pathlib.Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    files = {
-        "LiteRT float32": out / "speaker_step_float32.tflite",
-        "LiteRT int8": out / "speaker_step_int8.tflite",
-    }
-    export.export_tflite(model, files["LiteRT float32"], streaming=True)
-    # Calibrate on the training utterances, streamed as on the device.
-    export.export_tflite(model, files["LiteRT int8"], streaming=True,
-                         quantize="int8", representative_data=x_train)
     keras_path = out / "speaker.keras"
     model.save(keras_path)
+    # Calibrated on the training utterances, streamed as on the device.
+    int8 = {"quantize": "int8", "representative_data": x_train[:40] if args.tiny else x_train}
+    exports = {
+        "LiteRT float32": ("speaker_step_float32.tflite", {}),
+        "LiteRT int8": ("speaker_step_int8.tflite", int8),
+        "TFLM float32": ("speaker_micro_float32.tflite", {"target": "micro"}),
+        "TFLM int8, integer I/O and states": ("speaker_micro_int8.tflite", {"target": "micro", **int8}),
+    }
+    files, summaries = {}, {}
+    for name, (file_name, options) in exports.items():
+        files[name] = out / file_name
+        summaries[name] = export.export_tflite(model, files[name], streaming=True, **options)
 
     keras_probs = model.predict(x_test, verbose=0)
     keras_times = []
@@ -120,35 +135,92 @@ def main(argv=None):
     }]
     streams = {}
     for name, path in files.items():
-        streamer = Streamer(path)
-        streams[name] = [streamer.run(x[:n]) for x, n in zip(x_test, len_test)]
+        micro_file = "micro" in summaries[name]
+        arena = summaries[name]["micro"]["arena_bytes"] if micro_file else None
+        runner = MicroRunner(path, 4 * arena) if micro_file else export.Streamer(path)
+        streams[name], times = stream_utterances(runner, x_test, len_test)
         predictions = np.array([probs[-1].argmax() for probs in streams[name]])
         rows.append({
             "name": f"{name}, frame by frame",
             "bytes": path.stat().st_size,
+            "arena": arena,
             "accuracy": float((predictions == y_test).mean()),
-            "us_per_frame": 1e6 * statistics.median(streamer.frame_times),
+            "us_per_frame": 1e6 * statistics.median(times),
             "agree": float((predictions == keras_probs.argmax(-1)).mean()),
         })
+
+    # The price of LiteRT's signature runner, which resizes and allocates on
+    # every call, against the Streamer (allocated once) and a whole-utterance
+    # call, per frame, on the float32 file.
+    sequence_path = out / "speaker_sequence_float32.tflite"
+    export.export_tflite(model, sequence_path)
+    step_interpreter = Interpreter(model_path=str(files["LiteRT float32"]))
+    sequence_interpreter = Interpreter(model_path=str(sequence_path))
+    runs = {
+        "signature runner, a frame per call": lambda u: export.run_streaming(step_interpreter, u),
+        "whole utterance per call": lambda u: export.run_sequence(sequence_interpreter, u),
+    }
+    per_call = {key: [] for key in runs}
+    for x, n in zip(x_test[:20], len_test[:20]):
+        for key, run in runs.items():
+            start = time.perf_counter()
+            run(x[None, :n])
+            per_call[key].append((time.perf_counter() - start) / n)
+    overhead = {key: 1e6 * statistics.median(values) for key, values in per_call.items()}
+
+    # Drift: 1,000 frames without a reset (the test utterances one after
+    # the other), the fully integer file against float32.
+    frames = np.concatenate([x[:n] for x, n in zip(x_test, len_test)])
+    frames = np.resize(frames, (1000, frames.shape[-1]))
+    long = {}
+    for name in ("TFLM float32", "TFLM int8, integer I/O and states"):
+        runner = MicroRunner(files[name], 4 * summaries[name]["micro"]["arena_bytes"])
+        runner.reset()
+        long[name] = np.array([runner(frame[None])[0] for frame in frames])
+    error = np.abs(long["TFLM int8, integer I/O and states"] - long["TFLM float32"]).max(-1)
+    drift = {
+        "max": float(error.max()),
+        "first_100": float(error[:100].mean()),
+        "last_100": float(error[-100:].mean()),
+        "agree": float((long["TFLM int8, integer I/O and states"].argmax(-1)
+                        == long["TFLM float32"].argmax(-1)).mean()),
+    }
 
     lines = [
         f"JapaneseVowels, {len(x_train)} training and {len(x_test)} test utterances; "
         f"two recurrent layers of width {units}, {epochs} epochs, seed {args.seed}.",
         "",
-        "| model | file size (bytes) | test accuracy | agrees with Keras | time per frame (µs) |",
-        "|---|---:|---:|---:|---:|",
+        "| model | file size (bytes) | tensor arena (bytes) | test accuracy | agrees with Keras "
+        "| time per frame (µs) |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         agree = f"{r['agree']:.1%}" if "agree" in r else "—"
-        lines.append(f"| {r['name']} | {r['bytes']:,} | {r['accuracy']:.1%} | {agree} | "
+        arena = f"{r['arena']:,}" if r.get("arena") else "—"
+        lines.append(f"| {r['name']} | {r['bytes']:,} | {arena} | {r['accuracy']:.1%} | {agree} | "
                      f"{r['us_per_frame']:.0f} |")
+    streamer_us = rows[1]["us_per_frame"]
+    lines += [
+        "",
+        f"LiteRT float32, per frame: Streamer {streamer_us:.0f} µs, "
+        + ", ".join(f"{key} {us:.0f} µs" for key, us in overhead.items()) + ".",
+        "",
+        f"Fully integer int8 against float32 (both in TFLM) over 1,000 frames without a reset: "
+        f"largest probability difference {drift['max']:.3f}, mean {drift['first_100']:.4f} over the "
+        f"first 100 frames and {drift['last_100']:.4f} over the last 100; the same most likely speaker "
+        f"on {drift['agree']:.1%} of frames.",
+    ]
     table = "\n".join(lines) + "\n"
     (out / "deploy_results.md").write_text(table)
     print(table)
+    for r in rows:
+        r.setdefault("arena", None)
+    rows[1]["overhead"] = overhead
+    rows[-1]["drift"] = drift
 
     k = int(np.argmax(len_test))  # the longest utterance of the test set
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
-    for ax, name in zip(axes, files):
+    for ax, name in zip(axes, ("LiteRT float32", "TFLM int8, integer I/O and states")):
         probs = streams[name][k]
         for c in range(NUM_CLASSES):
             ax.plot(np.arange(1, len(probs) + 1), probs[:, c],

@@ -11,7 +11,12 @@ TensorFlow directly.
   arena), `MicroInterpreter` / `MicroStreamer` to run micro files there,
   `io_order` (the positions of a signature's tensors).
 - `run_sequence` / `run_streaming`: run such a file in LiteRT, checking the
-  inputs against its signature first; both return a dict.
+  inputs against its signature first; both return a dict. `Streamer`: a
+  device's loop, one frame per call, allocating once (int8 states kept).
+- `target="accelerator"`: GPU / NPU delegates (fixed shapes, loops
+  unrolled; `accelerator.compatibility`); `quantize="int8"` with
+  `integer_io` (int8 inputs, outputs and states; `quantization`);
+  `runtime="2.14"` keeps op versions within an older runtime.
 - `plan_export(model)`: the `ExportPlan` every export works from (inputs,
   stateful layers and their state names, why a model cannot stream).
 - `StatefulLayer`: the protocol a layer implements to stream with named
@@ -25,7 +30,7 @@ Layout: `export_plan.py` (the plan), `stateful_protocol.py` (the protocol),
 builtins-only loop), `model_graph.py` (walking and running a model's graph),
 `endpoints.py` (serve / step / initial_state), `saved_model.py`, `tflite.py`,
 `litert_runner.py`, `tflite_inspect.py`, `micro.py` and `micro_probe.py`
-(TFLite Micro), `cli.py` (the `keras-relrec` command).
+(TFLite Micro), `accelerator.py`, `quantization.py`, `tensor_names.py`, `cli.py` (the `keras-relrec` command).
 """
 
 try:
@@ -42,6 +47,7 @@ from keras_relrec.export import micro
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.export_plan import ExportPlan
 from keras_relrec.export.export_plan import plan_export
+from keras_relrec.export.litert_runner import Streamer
 from keras_relrec.export.litert_runner import run_sequence
 from keras_relrec.export.litert_runner import run_streaming
 from keras_relrec.export.saved_model import export_saved_model

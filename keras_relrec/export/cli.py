@@ -9,6 +9,7 @@ import keras
 import numpy as np
 
 import keras_relrec  # noqa: F401  (registers the layers)
+from keras_relrec.export import accelerator
 from keras_relrec.export import micro
 from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
@@ -46,13 +47,18 @@ def _export(args):
             target=args.target,
             batch_size=args.batch_size,
             length=args.length,
+            integer_io=False if args.float_io else None,
+            runtime=args.runtime,
         )
         print(f"wrote {args.tflite} ({summary['size_bytes']:,} bytes, "
               f"signatures: {', '.join(summary['signatures'])})")
         if "micro" in summary:
             print(f"tflite-micro: runs in a tensor arena of {summary['micro']['arena_bytes']:,} bytes")
-            if "initial_state" in summary["micro"]:
-                print(f"wrote {summary['micro']['initial_state']} (the step's initial states)")
+        if "accelerator" in summary:
+            print("GPU / NPU delegate: static shapes, no loop"
+                  + (", integers only" if summary["accelerator"]["integer_only"] else ""))
+        if "initial_state" in summary:
+            print(f"wrote {summary['initial_state']} (the step's initial states)")
 
 
 def _inspect(args):
@@ -60,8 +66,12 @@ def _inspect(args):
         summary = tflite_inspect.summarize(args.tflite)
     except Exception as error:
         raise ExportError(f"{args.tflite} is not a readable .tflite file: {error}") from None
-    if micro.available():
-        summary["tflite-micro"] = micro.compatibility(pathlib.Path(args.tflite).read_bytes())
+    content = pathlib.Path(args.tflite).read_bytes()
+    summary["runtimes"] = tflite_inspect.runtime_verdicts(
+        content,
+        micro=micro.compatibility(content) if micro.available() else None,
+        accelerator=accelerator.compatibility(content),
+    )
     print(tflite_inspect.format_summary(summary))
 
 

@@ -86,20 +86,14 @@ def step_fn(plan, check_batch=False):
 
         output = model_graph.run(
             plan.model,
-            frame[:, None] if plan.chunk_length is None else frame,
+            tf.expand_dims(frame, 1) if plan.chunk_length is None else frame,
             lambda op: step_call(nodes[id(op)]) if id(op) in nodes else _builtin_swap(op),
         )
         if plan.keeps_time_axis:
-            output = output[:, 0]
+            output = tf.squeeze(output, 1)  # TFLite Micro slices at most 4-D tensors
         return {"output": output, **new_states}
 
     return step
-
-
-def _any(values, axis, keepdims=False):
-    """`reduce_any` as a reduce-max: TFLite Micro has REDUCE_MAX, not
-    REDUCE_ANY."""
-    return tf.reduce_max(tf.cast(tf.cast(values, tf.bool), tf.float32), axis=axis, keepdims=keepdims) > 0
 
 
 def _builtin_swap(op):
@@ -107,12 +101,13 @@ def _builtin_swap(op):
     mask and `keras.ops.any` (a mask built in a model) are reduce-anys, which
     TFLite Micro lacks. None for every other operation (Keras computes it)."""
     if type(op).__name__ == "Any" and not isinstance(op, keras.layers.Layer):
-        return lambda values, mask, kwargs: _any(values, op.axis, op.keepdims)
+        return lambda values, mask, kwargs: recurrent_loop.reduce_any(values, op.axis, op.keepdims)
     if not isinstance(op, keras.layers.Masking):
         return None
 
     def masking(sequences, mask, kwargs):
-        keep = _any(tf.not_equal(sequences, tf.cast(op.mask_value, sequences.dtype)), -1, keepdims=True)
+        kept = tf.not_equal(sequences, tf.cast(op.mask_value, sequences.dtype))
+        keep = recurrent_loop.reduce_any(kept, -1, keepdims=True)
         outputs = tf.where(keep, sequences, tf.zeros_like(sequences))
         keras_internals.set_keras_mask(outputs, tf.squeeze(keep, -1))
         return outputs

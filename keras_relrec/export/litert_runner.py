@@ -13,6 +13,8 @@ import pathlib
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
+from keras_relrec.export import quantization
+
 
 def _interpreter(path_or_content):
     if isinstance(path_or_content, Interpreter):
@@ -132,3 +134,110 @@ def run_streaming(path_or_content, inputs, states=None):
         outputs.append(result["output"])
         states = {name: result[name] for name in states}
     return {"output": np.stack(outputs, 1) if chunk is None else np.concatenate(outputs, 1), **states}
+
+
+class Streamer:
+    """Feeds a streaming `.tflite` file's `step` one frame (or chunk) at a
+    time in LiteRT, keeping the states between calls, as a device does.
+
+    Faster than `run_streaming` per frame: the step's tensors are sized and
+    allocated once for `batch_size` streams, and each call only copies the
+    frame and the states in and the outputs out (the signature runner
+    resizes and re-allocates on every call). For a fully integer file
+    (`quantize="int8"` with `integer_io`) the states stay int8 from step to
+    step, and with `real_values` (default) the frames are quantized and the
+    outputs dequantized with the file's parameters.
+
+    Args:
+        path_or_content: A file exported with `streaming=True` (any
+            target; one without an `initial_state` signature reads its
+            initial states from `micro.initial_state_path(path)`).
+        batch_size: The number of streams fed together (a file of a fixed
+            batch takes only its own).
+        real_values: For an integer file, whether frames and outputs are
+            real values (else the file's integers).
+
+    Example:
+
+    ```python
+    streamer = Streamer("step.tflite")
+    for frame in frames:            # (1, features) each
+        probabilities = streamer(frame)
+    streamer.reset()                # a new stream
+    ```
+    """
+
+    def __init__(self, path_or_content, batch_size=1, real_values=True):
+        self._interpreter = _interpreter(path_or_content)
+        runner = self._interpreter.get_signature_runner("step")
+        inputs, outputs = runner.get_input_details(), runner.get_output_details()
+        self.state_names = [name for name in inputs if name in outputs]
+        (self.frame_name,) = [name for name in inputs if name not in self.state_names]
+        self.batch_size = batch_size
+        # The runner's own wrapper and indices: LiteRT's public per-tensor
+        # API reaches subgraph 0 only, and `step` need not be it.
+        self._wrapper, self._subgraph = runner._interpreter_wrapper, runner._subgraph_index
+        for detail in inputs.values():
+            fixed = int(detail["shape_signature"][0])
+            if fixed > 0 and fixed != batch_size:
+                raise ValueError(f"The file's batch is fixed at {fixed}; received batch_size={batch_size}.")
+            shape = np.array([batch_size, *detail["shape"][1:]], np.int32)
+            self._wrapper.ResizeInputTensor(detail["index"], shape, False, self._subgraph)
+        self._wrapper.AllocateTensors(self._subgraph)
+        self._inputs = runner.get_input_details()
+        self._outputs = {name: detail["index"] for name, detail in runner.get_output_details().items()}
+        params = {side: {name: quantization.parameters(detail) for name, detail in details.items()}
+                  for side, details in (("inputs", self._inputs), ("outputs", outputs))}
+        self._params = params
+        self._real_values = real_values
+        self.chunk_length = None
+        if "chunk_length" in self._interpreter.get_signature_list():
+            self.chunk_length = int(self._interpreter.get_signature_runner("chunk_length")()["chunk_length"])
+        self._initial = self._initial_state(path_or_content)
+        self.reset()
+
+    def _initial_state(self, path_or_content):
+        if "initial_state" in self._interpreter.get_signature_list():
+            runner = self._interpreter.get_signature_runner("initial_state")
+            return runner(batch_size=np.array(self.batch_size, np.int32))
+        if isinstance(path_or_content, (str, pathlib.Path)):
+            from keras_relrec.export import micro
+
+            sidecar = dict(np.load(micro.initial_state_path(path_or_content)))
+            chunk = sidecar.pop(micro.CHUNK_LENGTH_KEY, None)
+            self.chunk_length = None if chunk is None else int(chunk)
+            return {name: np.repeat(value, self.batch_size // len(value), 0) for name, value in sidecar.items()}
+        raise ValueError("A file without an `initial_state` signature is read by path (its states lie beside it).")
+
+    def reset(self, states=None):
+        """Starts a new stream, from `states` (default the initial states)."""
+        self.states = {name: np.array(value) for name, value in (states or self._initial).items()}
+
+    def __call__(self, frame):
+        """One frame (batch, ...) (or one chunk (batch, L, ...)) in, the
+        step's output out; the states move on."""
+        frame = np.asarray(frame)
+        detail = self._inputs[self.frame_name]
+        frame_params = self._params["inputs"][self.frame_name]
+        if frame_params and self._real_values:
+            frame = quantization.quantize(frame, frame_params, detail["dtype"])
+        frame = _checked(self.frame_name, frame, {**detail, "shape_signature": detail["shape"]})
+        self._wrapper.SetTensor(detail["index"], frame, self._subgraph)
+        for name in self.state_names:
+            self._wrapper.SetTensor(self._inputs[name]["index"], self.states[name], self._subgraph)
+        self._wrapper.Invoke(self._subgraph)
+        for name in self.state_names:
+            value = self._wrapper.GetTensor(self._outputs[name], self._subgraph)
+            self.states[name] = quantization.carried(value, self._params["outputs"][name],
+                                                     self._params["inputs"][name], self._inputs[name]["dtype"])
+        output = self._wrapper.GetTensor(self._outputs["output"], self._subgraph)
+        output_params = self._params["outputs"]["output"]
+        return quantization.dequantize(output, output_params) if output_params and self._real_values else output
+
+    def run(self, inputs):
+        """(batch, time, ...) through the step from the current states:
+        the outputs stacked on the time axis."""
+        step = self.chunk_length or 1
+        outputs = [self(inputs[:, t] if self.chunk_length is None else inputs[:, t : t + step])
+                   for t in range(0, inputs.shape[1], step)]
+        return np.stack(outputs, 1) if self.chunk_length is None else np.concatenate(outputs, 1)

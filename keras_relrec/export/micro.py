@@ -21,6 +21,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from keras_relrec.export import micro_probe
+from keras_relrec.export import quantization
 from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
 
@@ -49,20 +50,6 @@ def missing_ops(message):
     return sorted(set(re.findall(r"Didn't find op for builtin opcode '(\w+)'", message)))
 
 
-def _ops_by_name(content):
-    """{op name: [output tensor names]} over every subgraph."""
-    model = schema.Model.GetRootAsModel(bytes(content), 0)
-    names = tflite_inspect.operator_names(model)
-    found = {}
-    for s in range(model.SubgraphsLength()):
-        subgraph = model.Subgraphs(s)
-        for o in range(subgraph.OperatorsLength()):
-            op = subgraph.Operators(o)
-            outputs = [subgraph.Tensors(op.Outputs(k)).Name().decode() for k in range(op.OutputsLength())]
-            found.setdefault(names[op.OpcodeIndex()], []).extend(outputs)
-    return found
-
-
 def _refusal(content, message, model):
     """One line: why TFLM cannot run the file, naming the op and the layer."""
     from keras_relrec.export import model_graph
@@ -72,7 +59,7 @@ def _refusal(content, message, model):
     if not missing and not failed:
         return f"the tflite-micro interpreter cannot run the file: {message}"
     op = (missing or failed)[0]
-    scopes = " ".join(_ops_by_name(content).get(op, []))
+    scopes = " ".join(tflite_inspect.op_outputs(content).get(op, []))
     layer = model_graph.layer_in_scope(model, scopes) if model is not None else None
     where = f"layer '{layer.name}' ({type(layer).__name__})" if layer is not None else "the model"
     if missing:
@@ -138,14 +125,18 @@ def io_order(content, signature="step"):
         if definition.SignatureKey().decode() != signature:
             continue
         subgraph = model.Subgraphs(definition.SubgraphIndex())
-        by_tensor = {}
-        for side, count, item in (("inputs", definition.InputsLength(), definition.Inputs),
-                                  ("outputs", definition.OutputsLength(), definition.Outputs)):
-            by_tensor[side] = {item(j).TensorIndex(): item(j).Name().decode() for j in range(count)}
-        return {
-            "inputs": [by_tensor["inputs"][subgraph.Inputs(j)] for j in range(subgraph.InputsLength())],
-            "outputs": [by_tensor["outputs"][subgraph.Outputs(j)] for j in range(subgraph.OutputsLength())],
-        }
+        order = {}
+        for side, count, item, positions, at in (
+            ("inputs", definition.InputsLength(), definition.Inputs, subgraph.InputsLength(), subgraph.Inputs),
+            ("outputs", definition.OutputsLength(), definition.Outputs, subgraph.OutputsLength(), subgraph.Outputs),
+        ):
+            # Names by tensor; one tensor may be two outputs (a step's output
+            # that is also its first state), at two positions.
+            by_tensor = {}
+            for j in range(count):
+                by_tensor.setdefault(item(j).TensorIndex(), []).append(item(j).Name().decode())
+            order[side] = [by_tensor[at(j)].pop(0) for j in range(positions)]
+        return order
     raise ValueError(f"The file has no signature '{signature}'.")
 
 
@@ -176,6 +167,9 @@ class MicroInterpreter:
         self.input_details = {
             name: self._interpreter.get_input_details(k) for k, name in enumerate(self.order["inputs"])
         }
+        self.output_details = {
+            name: self._interpreter.get_output_details(k) for k, name in enumerate(self.order["outputs"])
+        }
 
     def __call__(self, **inputs):
         """{output name: array} for {input name: array} of the file's shapes."""
@@ -189,6 +183,11 @@ class MicroInterpreter:
                     f"Input '{name}' must have shape {tuple(int(d) for d in detail['shape'])}; received "
                     f"shape {value.shape}."
                 )
+            if np.issubdtype(detail["dtype"], np.integer) != np.issubdtype(value.dtype, np.integer):
+                raise ValueError(
+                    f"Input '{name}' must have dtype {np.dtype(detail['dtype']).name}; received "
+                    f"{value.dtype.name} (an integer file's inputs are quantized: see `quantization`)."
+                )
             self._interpreter.set_input(value.astype(detail["dtype"], copy=False), position)
         self._interpreter.invoke()
         return {name: self._interpreter.get_output(k) for k, name in enumerate(self.order["outputs"])}
@@ -198,19 +197,27 @@ class MicroStreamer:
     """Feeds frames (or chunks) through a micro file's `step` in the
     tflite-micro interpreter, allocating once.
 
+    For a fully integer file the states stay int8 from step to step (they
+    are requantized only where a state's output and input parameters
+    differ), and with `real_values` the frames are quantized and the
+    outputs dequantized with the file's parameters.
+
     Args:
         path: The `.tflite` file written with `target="micro"` and
             `streaming=True`; its initial states are read from
             `initial_state_path(path)`.
         arena_size: As `MicroInterpreter`'s.
+        real_values: For an integer file, whether frames and outputs are
+            real values (else the file's integers).
     """
 
-    def __init__(self, path, arena_size=None):
+    def __init__(self, path, arena_size=None, real_values=True):
         sidecar = dict(np.load(initial_state_path(path)))
         chunk = sidecar.pop(CHUNK_LENGTH_KEY, None)
         self.chunk_length = None if chunk is None else int(chunk)
         self.initial_state = sidecar
         self.step = MicroInterpreter(path, "step", arena_size)
+        self.real_values = real_values
 
     def run(self, inputs, states=None):
         """`inputs` (batch, time, ...) through the step from `states` (default
@@ -226,14 +233,25 @@ class MicroStreamer:
                 f"Input '{frame_name}' must have a time axis (axis 1) of a multiple of {step} steps; "
                 f"received shape {inputs.shape}."
             )
+        params = {side: {name: quantization.parameters(detail) for name, detail in details.items()}
+                  for side, details in (("in", self.step.input_details), ("out", self.step.output_details))}
+        if params["in"][frame_name] and self.real_values:
+            dtype = self.step.input_details[frame_name]["dtype"]
+            inputs = quantization.quantize(inputs, params["in"][frame_name], dtype)
         outputs = []
         for t in range(0, inputs.shape[1], step):
             frame = inputs[:, t] if self.chunk_length is None else inputs[:, t : t + step]
             result = self.step(**{frame_name: frame}, **states)
             outputs.append(result["output"])
-            states = {name: result[name] for name in state_names}
-        return {"output": np.stack(outputs, 1) if self.chunk_length is None else np.concatenate(outputs, 1),
-                **states}
+            states = {
+                name: quantization.carried(result[name], params["out"][name], params["in"][name],
+                                           self.step.input_details[name]["dtype"])
+                for name in state_names
+            }
+        output = np.stack(outputs, 1) if self.chunk_length is None else np.concatenate(outputs, 1)
+        if params["out"]["output"] and self.real_values:
+            output = quantization.dequantize(output, params["out"]["output"])
+        return {"output": output, **states}
 
 
 def run_sequence(path_or_content, inputs, arena_size=None):

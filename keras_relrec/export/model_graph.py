@@ -12,6 +12,7 @@ import dataclasses
 import re
 
 import keras
+import tensorflow as tf
 from keras import tree
 
 from keras_relrec.export.export_error import ExportError
@@ -81,13 +82,15 @@ def _walk(model, prefix, outer_masked, multiplicity, found):
 
 
 def layer_in_scope(model, text):
-    """The first layer of `model` whose name scope (`<name>/`, or
-    `<name>_<n>/` when traced more than once) appears in `text` (op or
-    tensor names of a converted file), or None."""
+    """The layer of `model` whose name scope (`<name>/`, or `<name>_<n>/`
+    when traced more than once) appears first in `text` (op or tensor names
+    of a converted file, the first being the one at fault), or None."""
+    found = []
     for layer in (item.operation for item in walk(model)):
-        if re.search(rf"""(^|[/"'\s]){re.escape(layer.name)}(_\d+)?/""", text):
-            return layer
-    return None
+        match = re.search(rf"""(^|[/"'\s]){re.escape(layer.name)}(_\d+)?/""", text)
+        if match:
+            found.append((match.start(), layer))
+    return min(found, key=lambda item: item[0])[1] if found else None
 
 
 def run(model, inputs, replacement):
@@ -116,7 +119,10 @@ def _swapped_call(layer, swapped, args, kwargs):
     if mask is None:
         mask = keras_internals.get_keras_mask(sequences)
     kwargs.pop("training", None)
-    outputs = swapped(sequences, mask, kwargs)
+    # In the layer's name scope, as Keras calls it: the converter names ops
+    # by scope, and export errors name the layer from them.
+    with tf.name_scope(layer.name):
+        outputs = swapped(sequences, mask, kwargs)
     # A swap that sets its outputs' masks itself keeps them.
     sets_mask = keras_internals.get_keras_mask(tree.flatten(outputs)[0]) is not None
     computes_mask = mask is not None and not sets_mask and hasattr(layer, "compute_mask")

@@ -13,6 +13,9 @@ zeros with `zero_output_for_mask=True`).
 from given states, for the streaming signatures, with the helpers here.
 """
 
+import contextlib
+import contextvars
+
 import keras
 import tensorflow as tf
 from keras import tree
@@ -34,11 +37,23 @@ def initial_state(layer, batch_size):
     return tree.flatten(layer.get_initial_state(batch_size))
 
 
+def reduce_any(values, axis, keepdims=False):
+    """`reduce_any` as a reduce-max: TFLite Micro has REDUCE_MAX, not
+    REDUCE_ANY. Of a comparison `a != b` (a mask of padding), the max of
+    |a − b|, which an int8 file computes in int8; of anything else, the max
+    of the values as numbers."""
+    op = getattr(values, "op", None)
+    if op is not None and op.type == "NotEqual" and not op.inputs[0].dtype.is_bool:
+        a, b = op.inputs
+        return tf.reduce_max(tf.abs(a - b), axis=axis, keepdims=keepdims) > 0
+    return tf.reduce_max(tf.cast(tf.cast(values, tf.bool), tf.float32), axis=axis, keepdims=keepdims) > 0
+
+
 def step_mask(mask):
     """A (batch, time) boolean mask from a Keras mask of rank 2 or more."""
     mask = tf.cast(mask, tf.bool)
     if mask.shape.rank > 2:
-        mask = tf.reduce_any(mask, axis=list(range(2, mask.shape.rank)))
+        mask = reduce_any(mask, axis=list(range(2, mask.shape.rank)))
     return mask
 
 
@@ -100,15 +115,27 @@ def sequence(layer, sequences, mask=None, states=None):
         # does not fold back into the boolean as it folds a cast.
         mask = tf.where(mask, tf.ones_like(mask, tf.float32), tf.zeros_like(mask, tf.float32))
 
-    def body(t, last, buffer, *states):
-        x_t = tf.gather(sequences, t, axis=1)
+    def step(x_t, mask_t, last, states):
         output, new_states = call_cell(layer, x_t, list(states))
         output = tf.cast(output, dtype)
-        if mask is not None:
-            mask_t = tf.gather(mask, t, axis=1) > 0.5
+        if mask_t is not None:
             held = tf.zeros_like(output) if layer.zero_output_for_mask else last
             output = where(mask_t, output, held)
             new_states = [where(mask_t, n, s) for n, s in zip(new_states, states)]
+        return output, new_states
+
+    if _UNROLL.get() and isinstance(steps, int):
+        # One copy of the step per time step, no loop: for delegates that
+        # cannot run a WHILE (GPU, NPU).
+        outputs = []
+        for t in range(steps):
+            last, states = step(sequences[:, t], None if mask is None else mask[:, t] > 0.5, last, states)
+            outputs.append(last)
+        return _finish(layer, tf.stack(outputs, 1) if layer.return_sequences else last, states)
+
+    def body(t, last, buffer, *states):
+        mask_t = None if mask is None else tf.gather(mask, t, axis=1) > 0.5
+        output, new_states = step(tf.gather(sequences, t, axis=1), mask_t, last, states)
         if layer.return_sequences:
             buffer = dynamic_update_slice(
                 buffer, output[:, None], [0, t] + zero_start
@@ -127,11 +154,30 @@ def sequence(layer, sequences, mask=None, states=None):
             *(_invariant(state, sequences.shape[0]) for state in states),
         ),
     )
-    output = buffer if layer.return_sequences else last
+    return _finish(layer, buffer if layer.return_sequences else last, states)
+
+
+def _finish(layer, output, states):
+    """What the layer returns: its output, and its final states with
+    `return_state=True`."""
     if layer.return_state:
         packed = tree.pack_sequence_as(layer.get_initial_state(1), states)
         return [output] + list(packed)
     return output
+
+
+_UNROLL = contextvars.ContextVar("unroll", default=False)
+
+
+@contextlib.contextmanager
+def unrolled():
+    """Within it, a loop over a sequence of static length is traced
+    unrolled (the accelerator target's export)."""
+    token = _UNROLL.set(True)
+    try:
+        yield
+    finally:
+        _UNROLL.reset(token)
 
 
 def _invariant(value, batch):

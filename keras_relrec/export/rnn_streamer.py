@@ -67,7 +67,10 @@ class RNNStreamer:
     def streaming_step(self, inputs, states, mask=None):
         count = len(states) - int(self.holds_output)
         cell_states = list(states[:count])
-        output, new_states = recurrent_loop.call_cell(self.layer, inputs[:, 0], cell_states)
+        output, new_states = recurrent_loop.call_cell(
+            # A squeeze, not a slice: TFLite Micro slices at most 4-D tensors.
+            self.layer, tf.squeeze(inputs, 1), cell_states
+        )
         output = tf.cast(output, self.layer.compute_dtype)
         if mask is not None:
             mask_t = recurrent_loop.step_mask(mask)[:, 0]
@@ -88,7 +91,7 @@ class RNNStreamer:
         if self.holds_output:
             new_states.append(output)
         if self.layer.return_sequences:
-            output = output[:, None]
+            output = tf.expand_dims(output, 1)
         return output, new_states
 
 

@@ -1,23 +1,29 @@
 """TFLite export: builtins only, dynamic batch and length, streaming and
 quantized variants."""
 
+import contextlib
 import pathlib
 import tempfile
 
 import numpy as np
 import tensorflow as tf
 
+from keras_relrec.export import accelerator
 from keras_relrec.export import endpoints
 from keras_relrec.export import micro as micro_runtime
 from keras_relrec.export import model_graph
+from keras_relrec.export import quantization
+from keras_relrec.export import recurrent_loop
+from keras_relrec.export import tensor_names
 from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.export_plan import plan_export
 
 QUANTIZE_MODES = (None, "float16", "dynamic_int8", "int8")
 # "litert": phones and desktops (dynamic shapes, every signature); "micro":
-# TensorFlow Lite for Microcontrollers (fixed shapes, one subgraph to run).
-TARGETS = ("litert", "micro")
+# TensorFlow Lite for Microcontrollers (fixed shapes, one subgraph to run);
+# "accelerator": GPU and NPU delegates (fixed shapes, no loop).
+TARGETS = ("litert", "micro", "accelerator")
 # Enough calibration examples for int8 ranges; more only slows conversion.
 MAX_CALIBRATION_EXAMPLES = 100
 
@@ -33,6 +39,8 @@ def export_tflite(
     target="litert",
     batch_size=None,
     length=None,
+    integer_io=None,
+    runtime=None,
 ):
     """Writes `model` as a `.tflite` file that uses builtin ops only.
 
@@ -46,10 +54,19 @@ def export_tflite(
     a fixed batch (`batch_size`, default 1) and, in sequence mode, a fixed
     length (`length`, or the model's own); in streaming mode `step` is the
     only signature, and the initial states go to `<name>.initial_state.npz`
-    beside the file (`micro.initial_state_path`). The file is run once in
+    beside the file (`micro.initial_state_path`; as for "accelerator"). The file is run once in
     the installed tflite-micro interpreter (extra `[micro]`): an op it
     lacks fails the export, naming the op and the layer; the summary gains
     `micro` with the smallest tensor arena it runs in (`arena_bytes`).
+    `target="accelerator"` writes a file a GPU or NPU delegate takes whole:
+    a fixed batch and length, the recurrent loops unrolled (no WHILE), and
+    with `quantize="int8"` integers throughout; a part that stays dynamic
+    or keeps a loop fails the export, naming the layer; the summary gains
+    `accelerator` (see `accelerator.compatibility`).
+
+    Every file's signature tensors are named `<signature>/<name>` (for
+    runtimes without signatures); the summary says which runtime version
+    the file needs (`min_runtime`).
 
     Args:
         model: A functional or sequential Keras model.
@@ -65,11 +82,22 @@ def export_tflite(
             arrays in the order of the model's inputs.
         dynamic_length: Whether the time axis of the inputs is dynamic
             (target "litert" only).
-        target: "litert" (default) or "micro".
+        target: "litert" (default), "micro" or "accelerator".
         batch_size: A fixed batch size for every signature (default:
-            dynamic for "litert", 1 for "micro").
+            dynamic for "litert", 1 for the other targets).
         length: The fixed length of `serve`'s sequences (with
-            `dynamic_length=False` or target "micro"); default the model's.
+            `dynamic_length=False` or targets "micro" and "accelerator");
+            default the model's.
+        integer_io: With `quantize="int8"`, whether inputs, outputs and
+            states are int8 too and every op integer (fully integer; the
+            scale and zero point of each are in the summary's
+            `quantization`); default True for targets "micro" and
+            "accelerator", False for "litert".
+        runtime: The oldest TensorFlow Lite runtime the file must run in,
+            e.g. "2.14": op versions newer than it are avoided where the
+            converter can (per-tensor instead of per-channel weights in
+            dense layers), and the export fails, naming the ops, where it
+            cannot.
 
     Returns:
         A summary of the file (see `tflite_inspect.summarize`).
@@ -92,8 +120,14 @@ def export_tflite(
         )
     if target not in TARGETS:
         raise ValueError(f"Argument `target` must be one of {TARGETS}; received target={target!r}.")
-    micro = target == "micro"
-    if micro and batch_size is None:
+    micro, fixed = target == "micro", target != "litert"
+    if integer_io is None:
+        integer_io = quantize == "int8" and fixed
+    if integer_io and quantize != "int8":
+        raise ValueError(f"Argument `integer_io` needs quantize='int8'; received quantize={quantize!r}.")
+    if runtime is not None and not _is_version(runtime):
+        raise ValueError(f"Argument `runtime` must be a version such as '2.14'; received runtime={runtime!r}.")
+    if fixed and batch_size is None:
         batch_size = 1
     for name, value in (("batch_size", batch_size), ("length", length)):
         if value is not None and (not isinstance(value, (int, np.integer)) or value < 1):
@@ -101,33 +135,41 @@ def export_tflite(
     plan = plan_export(model)
     if streaming:
         plan.require_streaming()  # names the layer before anything is traced
-    elif micro:
+    elif fixed:
         dynamic_length = False
-        _require_fixed_length(plan, length)
+        _require_fixed_length(plan, length, target)
     calibration = None
     if quantize == "int8":
-        calibration = _calibration_data(plan, representative_data, streaming, batch_size, micro)
+        calibration = _calibration_data(plan, representative_data, streaming, batch_size, fixed)
     with tempfile.TemporaryDirectory() as folder:
         archive = endpoints.new_archive(model)
-        keys = endpoints.add_endpoints(
-            archive,
-            plan,
-            sequence=not streaming,
-            streaming=streaming,
-            dynamic_length=dynamic_length,
-            batch_size=batch_size,
-            length=length,
-            step_only=micro,
-        )
-        archive.write_out(folder, verbose=False)
+        with recurrent_loop.unrolled() if target == "accelerator" else contextlib.nullcontext():
+            keys = endpoints.add_endpoints(
+                archive,
+                plan,
+                sequence=not streaming,
+                streaming=streaming,
+                dynamic_length=dynamic_length,
+                batch_size=batch_size,
+                length=length,
+                step_only=fixed,
+            )
+            archive.write_out(folder, verbose=False)
         converter = tf.lite.TFLiteConverter.from_saved_model(folder, signature_keys=keys)
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        converter.target_spec.supported_ops = [
+            tf.lite.OpsSet.TFLITE_BUILTINS_INT8 if integer_io else tf.lite.OpsSet.TFLITE_BUILTINS
+        ]
         if quantize is not None:
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantize == "float16":
             converter.target_spec.supported_types = [tf.float16]
         if calibration is not None:
             converter.representative_dataset = calibration
+        if integer_io:
+            converter.inference_input_type = converter.inference_output_type = tf.int8
+        if runtime is not None:
+            # Per-channel weights need FULLY_CONNECTED version 12 (2.17).
+            converter._experimental_disable_per_channel_quantization_for_dense_layers = True
         try:
             content = converter.convert()
         except Exception as error:  # the converter raises several types
@@ -135,30 +177,63 @@ def export_tflite(
     custom = tflite_inspect.custom_ops(content)
     if custom:
         raise ExportError(f"the converted model needs non-builtin ops {custom}")
+    if runtime is not None and not tflite_inspect.runs_on(content, runtime):
+        newer = [f"{op} v{v}" for op, v in tflite_inspect.op_versions(content).items() if v > 1]
+        raise ExportError(
+            f"the file needs TensorFlow Lite {tflite_inspect.min_runtime(content)}, newer than runtime={runtime!r}, "
+            f"for one of its op versions ({', '.join(newer)}); try another `quantize`"
+        )
+    content = tensor_names.named(content)
     summary = tflite_inspect.summarize(content)
     if micro:
         summary["micro"] = micro_runtime.check(content, model)
+    if target == "accelerator":
+        summary["accelerator"] = _accelerator_check(content, model, integer_io)
     path = pathlib.Path(path)
     path.write_bytes(content)
-    if micro and streaming:
+    if fixed and streaming:
+        # The file has no `initial_state`: the states go beside it, as the
+        # integers of an integer file.
         states = endpoints.initial_state_fn(plan)(tf.constant(batch_size))
+        states = {name: value.numpy() for name, value in states.items()}
+        params = summary["quantization"].get("step", {}).get("inputs", {})
+        states = {name: quantization.quantize(value, (params[name]["scale"], params[name]["zero_point"]))
+                  if name in params else value for name, value in states.items()}
         extra = {} if plan.chunk_length is None else {micro_runtime.CHUNK_LENGTH_KEY: plan.chunk_length}
         sidecar = micro_runtime.initial_state_path(path)
-        np.savez(sidecar, **{name: value.numpy() for name, value in states.items()}, **extra)
-        summary["micro"]["initial_state"] = str(sidecar)
+        np.savez(sidecar, **states, **extra)
+        summary["initial_state"] = str(sidecar)
     return summary
 
 
-def _require_fixed_length(plan, length):
-    """A microcontroller runs sequences of one length: `length` or the model's."""
+def _is_version(text):
+    return isinstance(text, str) and all(part.isdigit() for part in text.split(".")) and text.count(".") <= 2
+
+
+def _require_fixed_length(plan, length, target):
+    """A microcontroller or a delegate runs sequences of one length: `length`
+    or the model's."""
     if length is not None:
         return
     unknown = [name for name, tensor in plan.inputs.items() if len(tensor.shape) >= 2 and tensor.shape[1] is None]
     if unknown:
         raise ValueError(
-            f"target='micro' in sequence mode needs a fixed length: input '{unknown[0]}' has none; pass "
+            f"target={target!r} in sequence mode needs a fixed length: input '{unknown[0]}' has none; pass "
             "length=... (or export streaming=True, which takes any length frame by frame)."
         )
+
+
+def _accelerator_check(content, model, integer_io):
+    """The delegate check; a loop or a dynamic shape left in the file fails
+    the export, naming the layer it comes from."""
+    found = accelerator.compatibility(content)
+    if not found["ready"]:
+        layer = model_graph.layer_in_scope(model, " ".join(found["tensors"]))
+        where = f"layer '{layer.name}' ({type(layer).__name__})" if layer is not None else "the model"
+        raise ExportError(f"{where} does not export for accelerators: {found['reasons'][0]}")
+    if integer_io and not found["integer_only"]:
+        raise ExportError("the int8 file keeps float tensors, which an integer-only accelerator cannot run")
+    return found
 
 
 def _calibration_examples(plan, representative_data, batch_size=None):

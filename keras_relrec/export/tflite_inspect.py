@@ -10,6 +10,10 @@ import pathlib
 from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
 
+# The older runtime checked (deployed devices still carry it); files that
+# stay within its op versions run there (export_tflite(runtime=...)).
+OLDER_RUNTIME = "2.14"
+
 _BUILTIN_NAMES = {
     code: name for name, code in vars(schema.BuiltinOperator).items() if not name.startswith("_")
 }
@@ -41,6 +45,64 @@ def op_histogram(content):
     return dict(sorted(counts.items()))
 
 
+def op_versions(content):
+    """{op name: the highest version of it in the file}; a runtime older
+    than the version's release lacks that kernel."""
+    model = schema.Model.GetRootAsModel(content, 0)
+    names = operator_names(model)
+    versions = {}
+    for k in range(model.OperatorCodesLength()):
+        versions[names[k]] = max(versions.get(names[k], 1), model.OperatorCodes(k).Version())
+    return dict(sorted(versions.items()))
+
+
+def min_runtime(content):
+    """The oldest TensorFlow Lite / LiteRT runtime that has every op version
+    of the file, as the converter records it (`min_runtime_version`), or
+    None for a file without the record."""
+    model = schema.Model.GetRootAsModel(content, 0)
+    for k in range(model.MetadataLength()):
+        metadata = model.Metadata(k)
+        if metadata.Name() == b"min_runtime_version":
+            return bytes(model.Buffers(metadata.Buffer()).DataAsNumpy()).rstrip(b"\0").decode()
+    return None
+
+
+def version_tuple(version):
+    """"2.14" or "2.14.0" as (2, 14, 0), to compare."""
+    parts = [int(p) for p in version.split(".")]
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def runs_on(content, runtime):
+    """Whether a TensorFlow Lite runtime of version `runtime` ("2.14") has
+    every op version of the file."""
+    needed = min_runtime(content)
+    return needed is None or version_tuple(needed) <= version_tuple(runtime)
+
+
+def _quantization(detail):
+    parameters = detail["quantization_parameters"]
+    if not len(parameters["scales"]):
+        return None
+    return {"scale": float(parameters["scales"][0]), "zero_point": int(parameters["zero_points"][0])}
+
+
+def op_outputs(content):
+    """{op name: [the names of its output tensors]} over every subgraph
+    (the names carry the layer's scope, to tell which layer an op is of)."""
+    model = schema.Model.GetRootAsModel(bytes(content), 0)
+    names = operator_names(model)
+    found = {}
+    for s in range(model.SubgraphsLength()):
+        subgraph = model.Subgraphs(s)
+        for o in range(subgraph.OperatorsLength()):
+            op = subgraph.Operators(o)
+            outputs = [subgraph.Tensors(op.Outputs(k)).Name().decode() for k in range(op.OutputsLength())]
+            found.setdefault(names[op.OpcodeIndex()], []).extend(outputs)
+    return found
+
+
 def custom_ops(content):
     """The names of custom (including Flex) ops; empty for builtins only."""
     return sorted(op for op in op_histogram(content) if op.startswith("CUSTOM:"))
@@ -54,25 +116,34 @@ def summarize(path_or_content):
     else:
         content = pathlib.Path(path_or_content).read_bytes()
     interpreter = Interpreter(model_content=content)
-    signatures = {}
+    signatures, quantization = {}, {}
     for key in interpreter.get_signature_list():
         runner = interpreter.get_signature_runner(key)
+        sides = (("inputs", runner.get_input_details()), ("outputs", runner.get_output_details()))
         signatures[key] = {
             side: {
                 name: (tuple(int(d) for d in detail["shape_signature"]), detail["dtype"].__name__)
                 for name, detail in sorted(details.items())
             }
-            for side, details in (
-                ("inputs", runner.get_input_details()),
-                ("outputs", runner.get_output_details()),
-            )
+            for side, details in sides
         }
+        quantized = {
+            side: {name: _quantization(detail) for name, detail in sorted(details.items()) if _quantization(detail)}
+            for side, details in sides
+        }
+        if any(quantized.values()):
+            quantization[key] = quantized
     model = schema.Model.GetRootAsModel(content, 0)
     return {
         "size_bytes": len(content),
         "subgraphs": model.SubgraphsLength(),
         "signatures": signatures,
+        # Scale and zero point of every integer input and output: real value
+        # = scale × (integer − zero_point).
+        "quantization": quantization,
         "ops": op_histogram(content),
+        "op_versions": op_versions(content),
+        "min_runtime": min_runtime(content),
     }
 
 
@@ -83,12 +154,34 @@ def format_summary(summary):
         for side, tensors in sides.items():
             for name, (shape, dtype) in tensors.items():
                 shape_text = "(" + ", ".join("?" if d < 0 else str(d) for d in shape) + ")"
-                lines.append(f"  {side[:-1]:<6} {name:<28} {shape_text:<18} {dtype}")
-    lines.append("ops (all subgraphs):")
+                q = summary.get("quantization", {}).get(key, {}).get(side, {}).get(name)
+                q_text = f" scale {q['scale']:.6g} zero_point {q['zero_point']}" if q else ""
+                lines.append(f"  {side[:-1]:<6} {name:<28} {shape_text:<18} {dtype}{q_text}")
+    lines.append("ops (all subgraphs), version:")
     for op, count in summary["ops"].items():
-        lines.append(f"  {op:<28} {count}")
-    micro = summary.get("tflite-micro")
-    if micro is not None:
-        verdict = f"runs, tensor arena {micro['arena_bytes']:,} bytes" if micro["runs"] else micro["reason"]
-        lines.append(f"tflite-micro: {verdict}")
+        lines.append(f"  {op:<28} {count:<4} v{summary['op_versions'].get(op, 1)}")
+    runtimes = summary.get("runtimes")
+    if runtimes is not None:
+        lines.append(f"runtimes (min_runtime_version {summary['min_runtime']}):")
+        for name, verdict in runtimes.items():
+            lines.append(f"  {name + ':':<22} {verdict}")
     return "\n".join(lines)
+
+
+def runtime_verdicts(content, micro=None, accelerator=None):
+    """{runtime: one line}, each runtime's verdict on the file: LiteRT and
+    TensorFlow Lite 2.14 (by op versions), TFLite Micro (`micro`, the
+    interpreter's own verdict) and GPU/NPU delegates (`accelerator`)."""
+    needed = min_runtime(content)
+    verdicts = {"LiteRT / TF Lite": f"runs from {needed}" if needed else "runs"}
+    older = [f"{op} v{v}" for op, v in op_versions(content).items() if v > 1]
+    verdicts["tflite-runtime 2.14"] = (
+        "runs" if runs_on(content, OLDER_RUNTIME) else f"needs {needed} (op versions: {', '.join(older)})"
+    )
+    if micro is not None:
+        verdicts["tflite-micro"] = (
+            f"runs, tensor arena {micro['arena_bytes']:,} bytes" if micro["runs"] else micro["reason"]
+        )
+    if accelerator is not None:
+        verdicts["GPU / NPU delegate"] = "ready" if accelerator["ready"] else "; ".join(accelerator["reasons"])
+    return verdicts

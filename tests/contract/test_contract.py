@@ -6,6 +6,7 @@ comparison of float32 outputs.
 """
 
 import copy
+import functools
 import inspect
 import itertools
 import os
@@ -20,9 +21,11 @@ import tensorflow as tf
 
 from keras_relrec.export import endpoints
 from keras_relrec.export import export_tflite
+from keras_relrec.export import micro
 from keras_relrec.export import plan_export
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
+from keras_relrec.export.export_error import ExportError
 from keras_relrec.utils.registration import PUBLIC_LAYERS
 from tests.contract.backend_worker import pack
 from tests.contract.backend_worker import unpack
@@ -806,3 +809,68 @@ def test_streaming_in_front_of_a_recurrent_layer(entry, tmp_path):
     assert_builtins_only(export_tflite(model, path, streaming=True))
     x = entry.make_input(batch=2, length=5)
     np.testing.assert_allclose(run_streaming(path, x)["output"], model.predict(x, verbose=0), atol=ATOL)
+
+
+def micro_model(entry, masked):
+    """What a microcontroller runs of the entry, behind a mask if `masked`:
+    a stateful layer's step, any other layer's whole sequence."""
+    if entry.recurrent:
+        return streaming_models(entry)["masked" if masked else "alone"]
+    if entry in PROTOCOL_ENTRIES:
+        return protocol_model(entry, masked)
+    inputs = entry.make_inputs()
+    masked_inputs = [keras.layers.Masking(0.0)(x) for x in inputs] if masked else inputs
+    return keras.Model(entry.structured(inputs), entry.make_layer()(entry.structured(masked_inputs)))
+
+
+# What TensorFlow Lite for Microcontrollers cannot run, and the op it lacks,
+# which the export names with the layer: the segment cache's recall (a
+# top-k), and behind a mask, the valid steps a local recurrence moves to the
+# front of each window (an argsort, a top-k in TFLite).
+MICRO_REFUSALS = {
+    "SegmentCacheTransformer": ("TOPK_V2", "TOPK_V2"),
+    "SegmentCacheTransformer-standard-bilstm": ("TOPK_V2", "TOPK_V2"),
+    "LocalRecurrence": (None, "TOPK_V2"),
+    "LocalRecurrence-chunked-peephole": (None, "TOPK_V2"),
+    "RTransformerBlock": (None, "TOPK_V2"),
+    "InteractionTransformer": (None, "TOPK_V2"),
+}
+
+
+MICRO_CASES = [(e, False) for e in ENTRIES] + [
+    (e, True) for e in ENTRIES if e.recurrent or e.takes_mask or e in PROTOCOL_ENTRIES
+]
+
+
+@pytest.mark.parametrize(("entry", "masked"), MICRO_CASES,
+                         ids=[e.id + ("-masked" if m else "") for e, m in MICRO_CASES])
+def test_tflite_micro(entry, masked, tmp_path):
+    """Exported for microcontrollers (fixed batch and shapes, one subgraph),
+    the file runs in the tflite-micro interpreter and gives Keras' outputs
+    within 1e-5, alone and behind a mask; what TFLM cannot run is refused at
+    export, with the op it lacks and the layer named."""
+    model = micro_model(entry, masked)
+    streams = entry.recurrent or entry in PROTOCOL_ENTRIES
+    path = tmp_path / "micro.tflite"
+    export = functools.partial(export_tflite, model, path, streaming=streams, target="micro", batch_size=2)
+    lacked = MICRO_REFUSALS.get(entry.id, (None, None))[int(masked)]
+    if lacked is not None:
+        lacks = f"needs the op {lacked}, which TensorFlow Lite for Microcontrollers lacks"
+        with pytest.raises(ExportError, match=rf"layer '{model.layers[-1].name}' \({entry.cls.__name__}\) {lacks}"):
+            export()
+        return
+    summary = export()
+    assert summary["subgraphs"] == 1, summary["ops"]
+    assert all(d > 0 for sides in summary["signatures"].values() for side in sides.values()
+               for shape, _ in side.values() for d in shape), summary["signatures"]
+    arena = 4 * summary["micro"]["arena_bytes"]
+    if streams:
+        chunk = getattr(entry.make_layer(), "streaming_chunk_length", None) or 1
+        x = entry.make_input(batch=2, length=3 * chunk if chunk > 1 else 6)
+        x = padded_input(entry, x) if masked else x
+        got = [micro.MicroStreamer(path, arena_size=arena).run(x)["output"]]
+    else:
+        x = padded_input(entry, entry.make_input(batch=2)) if masked else entry.make_input(batch=2)
+        outputs = micro.run_sequence(path, feed(entry, x), arena_size=arena)
+        got = lite_outputs(outputs, len(outputs))
+    assert_close(got, as_list(model.predict(x, verbose=0)), atol=ATOL)

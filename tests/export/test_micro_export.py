@@ -125,4 +125,8 @@ def test_the_command_line_exports_for_micro_and_inspect_reports_it(tmp_path):
     assert micro.initial_state_path(tmp_path / "m.tflite").is_file()
     done = subprocess.run([*command, "inspect", str(tmp_path / "m.tflite")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "tflite-micro: runs, tensor arena" in done.stdout
+    # A verdict per runtime, the tensors by name with their positions' order.
+    lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    assert "tflite-micro: runs, tensor arena" in " ".join(lines), done.stdout
+    for verdict in ("LiteRT / TF Lite: runs from 2.", "tflite-runtime 2.14: runs", "GPU / NPU delegate: ready"):
+        assert any(line.startswith(verdict) for line in lines), done.stdout

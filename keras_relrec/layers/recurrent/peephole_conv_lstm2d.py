@@ -126,7 +126,8 @@ def step_mask(mask):
     """A (batch, time) mask from a mask of rank 2 or more."""
     if len(mask.shape) == 2:
         return mask
-    return ops.any(mask, axis=tuple(range(2, len(mask.shape))))
+    # A max over numbers: TFLite Micro has no REDUCE_ANY.
+    return ops.max(ops.cast(mask, "float32"), axis=tuple(range(2, len(mask.shape)))) > 0
 
 
 @register_layer

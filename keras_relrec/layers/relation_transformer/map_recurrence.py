@@ -57,6 +57,8 @@ class MapRecurrence(keras.layers.Layer):
         rows = ops.reshape(maps, (-1, shape[-2], shape[-1]))
         if row_mask is not None and len(maps.shape) == 4:
             # One row mask for the K maps of an example.
-            row_mask = ops.reshape(ops.repeat(ops.expand_dims(row_mask, 1), maps.shape[1], axis=1), (-1, shape[-2]))
+            # Broadcast, not repeated: TFLite Micro has BROADCAST_TO but no TILE.
+            row_mask = ops.broadcast_to(ops.expand_dims(row_mask, 1), (shape[0], maps.shape[1], shape[-2]))
+            row_mask = ops.reshape(row_mask, (-1, shape[-2]))
         out = self.output_dense(self.local(rows, mask=row_mask, training=training))
         return ops.reshape(out, shape)

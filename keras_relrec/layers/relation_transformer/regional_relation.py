@@ -120,7 +120,10 @@ class RegionalRelation(keras.layers.Layer):
         # Counted in float32: K·n·m passes float16's largest number (65,504)
         # at 256 × 256 pairs.
         count = ops.sum(ops.cast(pairs, "float32"))
-        psi = ops.repeat(ops.expand_dims(self.relation(a, b), 1), self.num_regions, axis=1)
+        relation = self.relation(a, b)
+        # Broadcast, not repeated: TFLite Micro has BROADCAST_TO but no TILE.
+        batch, n, m = ops.shape(relation)
+        psi = ops.broadcast_to(ops.expand_dims(relation, 1), (batch, self.num_regions, n, m))
         return [
             softmax_over_pairs(psi, valid, axis=-1) * ops.cast(math.sqrt(b.shape[-1]) / count, psi.dtype),
             softmax_over_pairs(psi, valid, axis=-2) * ops.cast(math.sqrt(a.shape[-1]) / count, psi.dtype),

@@ -1,0 +1,260 @@
+"""Edge targets: fully integer int8 (int8 inputs, outputs and states), the
+accelerator target (static shapes, no loop), files for an older runtime run
+in tflite-runtime 2.14, tensor names for runtimes without signatures, and
+the streaming runner that allocates once."""
+
+import os
+import pathlib
+import subprocess
+
+import keras
+import numpy as np
+import pytest
+
+from keras_relrec.export import Streamer
+from keras_relrec.export import accelerator
+from keras_relrec.export import export_tflite
+from keras_relrec.export import micro
+from keras_relrec.export import quantization
+from keras_relrec.export import run_sequence
+from keras_relrec.export import run_streaming
+from keras_relrec.export import tflite_inspect
+from keras_relrec.export.export_error import ExportError
+from keras_relrec.layers import CoupledLSTMCell
+from keras_relrec.layers import PeepholeLSTMCell
+
+ROOT = pathlib.Path(__file__).parents[2]
+WORKER = pathlib.Path(__file__).with_name("old_runtime_worker.py")
+FEATURES, CLASSES = 6, 5
+
+
+def speaker_model(units=8):
+    """The deploy tutorial's architecture: Masking, Normalization, two
+    recurrent layers of our cells and a softmax."""
+    keras.utils.set_random_seed(1)
+    inputs = keras.Input((None, FEATURES), name="frames")
+    h = keras.layers.Masking(0.0)(inputs)
+    h = keras.layers.Normalization(mean=np.full(FEATURES, 0.1), variance=np.full(FEATURES, 2.0))(h)
+    h = keras.layers.RNN(PeepholeLSTMCell(units), return_sequences=True)(h)
+    h = keras.layers.RNN(CoupledLSTMCell(units, use_peepholes=True))(h)
+    # Weights of a trained model's spread: clear answers, not near ties.
+    head = keras.layers.Dense(CLASSES, activation="softmax", kernel_initializer=keras.initializers.RandomNormal(0, 2))
+    return keras.Model(inputs, head(h))
+
+
+def stream(length, batch=1, seed=0):
+    return np.random.default_rng(seed).normal(size=(batch, length, FEATURES)).astype("float32")
+
+
+def keras_per_step(model, x):
+    """The model's output after each frame: the model on every prefix."""
+    return np.stack([model.predict(x[:, : t + 1], verbose=0) for t in range(x.shape[1])], 1)
+
+
+@pytest.fixture(scope="module")
+def integer_files(tmp_path_factory):
+    """The speaker model as fully integer step files for LiteRT and TFLM,
+    calibrated on streams of the kind it is fed."""
+    folder = tmp_path_factory.mktemp("int8")
+    model = speaker_model()
+    calibration = stream(20, batch=32, seed=1)
+    summaries = {
+        target: export_tflite(model, folder / f"{target}.tflite", streaming=True, quantize="int8",
+                              representative_data=calibration, target=target)
+        for target in ("micro", "accelerator")
+    }
+    float_path = folder / "float.tflite"
+    export_tflite(model, float_path, streaming=True, target="micro")
+    return model, folder, summaries, float_path
+
+
+def test_fully_integer_step_keeps_int8_states(integer_files):
+    model, folder, summaries, _ = integer_files
+    summary = summaries["micro"]
+    step = summary["signatures"]["step"]
+    assert {dtype for side in step.values() for _, dtype in side.values()} == {"int8"}
+    # Every input and output has its scale and zero point; a state's input
+    # and output agree, so the integers go straight back in.
+    params = summary["quantization"]["step"]
+    assert set(params["inputs"]) == set(step["inputs"]) and set(params["outputs"]) == set(step["outputs"])
+    for name in params["inputs"]:
+        if name != "frames":
+            assert params["inputs"][name] == params["outputs"][name], name
+    assert summaries["accelerator"]["accelerator"]["integer_only"]
+    # The initial states beside the file are integers: the zero point.
+    states = dict(np.load(micro.initial_state_path(folder / "micro.tflite")))
+    for name, value in states.items():
+        assert value.dtype == np.int8 and np.all(value == params["inputs"][name]["zero_point"]), name
+    # In LiteRT and in TFLM, frame by frame: the states stay int8, the
+    # probabilities within 0.05 of Keras' (float32) after every frame, and
+    # both runtimes compute the same integers (to two steps of the scale:
+    # their kernels round differently).
+    x = stream(24, seed=2)
+    want = keras_per_step(model, x)
+    streamer = Streamer(folder / "micro.tflite")
+    lite = streamer.run(x)
+    assert all(v.dtype == np.int8 for v in streamer.states.values())
+    tflm = micro.MicroStreamer(folder / "micro.tflite", arena_size=4 * summary["micro"]["arena_bytes"]).run(x)
+    assert all(tflm[name].dtype == np.int8 for name in states)
+    np.testing.assert_allclose(lite, want, atol=0.05)
+    np.testing.assert_allclose(tflm["output"], lite, atol=params["outputs"]["output"]["scale"] * 2.01)
+
+
+def test_int8_drift_over_1000_steps(integer_files):
+    """Fed 1,000 frames without a reset, the int8 states do not drift away
+    from float32's: the error of the last 100 frames stays within that of a
+    short stream's bound and the answers agree."""
+    _, folder, _, float_path = integer_files
+    x = stream(1000, seed=3)
+    reference = Streamer(float_path).run(x)
+    int8 = Streamer(folder / "micro.tflite").run(x)
+    error = np.abs(int8 - reference).max(-1)[0]
+    assert error.max() < 0.05, error.max()
+    assert error[-100:].mean() < 2 * error[:100].mean() + 0.005, (error[:100].mean(), error[-100:].mean())
+    # The same answer wherever float32's is clear (the top probability
+    # leads by 0.05: random weights leave near ties).
+    top = np.sort(reference, -1)
+    clear = top[..., -1] - top[..., -2] > 0.05
+    assert (int8.argmax(-1) == reference.argmax(-1))[clear].mean() > 0.95
+
+
+def test_streamer_gives_what_the_signature_runner_gives(tmp_path):
+    model = speaker_model()
+    path = tmp_path / "step.tflite"
+    export_tflite(model, path, streaming=True)
+    x = stream(9, batch=2)
+    streamer = Streamer(path, batch_size=2)
+    np.testing.assert_allclose(streamer.run(x), run_streaming(path, x)["output"], atol=1e-6)
+    np.testing.assert_allclose(streamer.run(x)[:, -1], model.predict(np.concatenate([x, x], 1), verbose=0),
+                               atol=1e-5)
+    streamer.reset()
+    np.testing.assert_allclose(streamer.run(x)[:, -1], model.predict(x, verbose=0), atol=1e-5)
+    with pytest.raises(ValueError, match="Input 'frames' must have shape"):
+        streamer(x[:1, 0])
+    fixed = tmp_path / "fixed.tflite"
+    export_tflite(model, fixed, streaming=True, target="micro")
+    with pytest.raises(ValueError, match="batch is fixed at 1; received batch_size=2"):
+        Streamer(fixed, batch_size=2)
+
+
+def test_tensors_are_named_for_runtimes_without_signatures(tmp_path):
+    path = tmp_path / "step.tflite"
+    export_tflite(speaker_model(), path, streaming=True, target="micro")
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=str(path))
+    order = micro.io_order(path.read_bytes())
+    # Positions as io_order says, each tensor named <signature>/<name>.
+    names = [detail["name"] for detail in interpreter.get_input_details()]
+    assert names == [f"step/{name}" for name in order["inputs"]]
+    outputs = [detail["name"] for detail in interpreter.get_output_details()]
+    assert "step/output" in outputs and not any("StatefulPartitionedCall" in n for n in outputs), outputs
+
+
+def test_accelerator_target_unrolls_the_loop(tmp_path):
+    model = speaker_model()
+    path = tmp_path / "gpu.tflite"
+    summary = export_tflite(model, path, target="accelerator", length=12)
+    assert "WHILE" not in summary["ops"] and summary["subgraphs"] == 1
+    assert summary["signatures"]["serve"]["inputs"]["frames"][0] == (1, 12, FEATURES)
+    assert summary["accelerator"]["ready"], summary["accelerator"]["reasons"]
+    x = stream(12)
+    x[:, 4] = 0.0  # a padded frame
+    np.testing.assert_allclose(run_sequence(path, x)["output"], model.predict(x, verbose=0), atol=1e-5)
+    # Fully integer: int8 in, int8 out, every op on integers, or (the
+    # converter now and then keeps a step's SPLIT in float) a refusal.
+    int8 = tmp_path / "npu.tflite"
+    try:
+        summary = export_tflite(model, int8, target="accelerator", length=12, quantize="int8",
+                                representative_data=stream(12, batch=32, seed=1))
+    except ExportError as error:
+        assert "the int8 file keeps float tensors" in str(error)
+        return
+    assert summary["accelerator"]["integer_only"]
+    q = summary["quantization"]["serve"]
+    frame_q, output_q = ((q[side][name]["scale"], q[side][name]["zero_point"])
+                         for side, name in (("inputs", "frames"), ("outputs", "output")))
+    probabilities = quantization.dequantize(run_sequence(int8, quantization.quantize(x, frame_q))["output"], output_q)
+    np.testing.assert_allclose(probabilities, model.predict(x, verbose=0), atol=0.05)
+
+
+def test_inspect_says_why_a_phone_file_is_not_for_a_delegate(tmp_path):
+    """The default target's file keeps its loop and dynamic shapes: the
+    delegate verdict names both."""
+    path = tmp_path / "litert.tflite"
+    export_tflite(speaker_model(), path)
+    verdict = accelerator.compatibility(path.read_bytes())
+    assert not verdict["ready"] and not verdict["integer_only"]
+    assert verdict["reasons"][0] == "control flow (WHILE), which no delegate runs"
+    assert verdict["reasons"][1].startswith("dynamic shapes")
+    line = tflite_inspect.runtime_verdicts(path.read_bytes(), accelerator=verdict)["GPU / NPU delegate"]
+    assert "WHILE" in line and "dynamic shapes" in line
+
+
+def old_runtime(path, signature, inputs):
+    """Runs `path` in tflite-runtime 2.14 (`make test` installs it in its own
+    environment): {output: array} or {"error": what the runtime said}."""
+    python = os.environ.get("OLD_RUNTIME_PYTHON")
+    if python is None:
+        pytest.skip("OLD_RUNTIME_PYTHON is unset: `make test` sets it to tflite-runtime 2.14's environment")
+    job, out = pathlib.Path(path).with_suffix(".job.npz"), pathlib.Path(path).with_suffix(".out.npz")
+    np.savez(job, path=np.array(str(path)), signature=np.array(signature), **inputs)
+    subprocess.run([python, str(WORKER), str(job), str(out)], check=True, capture_output=True)
+    result = dict(np.load(out))
+    return {"error": str(result["error"])} if "error" in result else result
+
+
+def test_runtime_option_keeps_a_file_within_tflite_runtime_2_14(tmp_path):
+    model = speaker_model(units=48)  # dense kernels large enough to be quantized
+    x = stream(10, batch=2)
+    new, old = tmp_path / "new.tflite", tmp_path / "old.tflite"
+    summary = export_tflite(model, new, quantize="dynamic_int8")
+    # Per-channel int8 weights need FULLY_CONNECTED version 12 (2.17).
+    assert summary["op_versions"]["FULLY_CONNECTED"] == 12 and summary["min_runtime"] == "2.17.0"
+    assert "needs 2.17.0" in tflite_inspect.runtime_verdicts(new.read_bytes())["tflite-runtime 2.14"]
+    assert "FULLY_CONNECTED" in old_runtime(new, "serve", {"frames": x})["error"]
+    summary = export_tflite(model, old, quantize="dynamic_int8", runtime="2.14")
+    assert tflite_inspect.version_tuple(summary["min_runtime"]) <= (2, 14, 0)
+    got = old_runtime(old, "serve", {"frames": x})
+    np.testing.assert_allclose(got["output"], run_sequence(old, x)["output"], atol=1e-5)
+    np.testing.assert_allclose(got["output"], model.predict(x, verbose=0), atol=0.02)
+    with pytest.raises(ValueError, match="runtime"):
+        export_tflite(model, old, runtime="latest")
+
+
+SHIPPED = sorted(ROOT.glob("savedmodels/*/*.tflite"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_shipped_files_in_tflite_runtime_2_14(path, tmp_path):
+    """Each shipped file runs in tflite-runtime 2.14 and gives LiteRT's
+    outputs when its op versions say it does, and fails to load there
+    naming an op when they say it needs a newer runtime."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    content = path.read_bytes()
+    signature = "step" if "step" in Interpreter(model_content=content).get_signature_list() else "serve"
+    runner = Interpreter(model_content=content).get_signature_runner(signature)
+    # The model's own test sequences where it ships some, else random inputs.
+    data = {k: v for npz in path.parent.glob("*.npz") for k, v in np.load(npz).items()} if signature == "serve" else {}
+    rng = np.random.default_rng(0)
+    inputs = {}
+    for name, detail in runner.get_input_details().items():
+        shape = [2 if d < 0 and k == 0 else 32 if d < 0 else d for k, d in enumerate(detail["shape_signature"])]
+        if name in data:
+            value = data[name][:2].reshape((2,) + data[name].shape[1:] + (1,) * (len(shape) - data[name].ndim))
+        elif np.issubdtype(detail["dtype"], np.integer):
+            value = rng.integers(0, 4, shape)
+        else:
+            value = rng.normal(size=shape)
+        inputs[name] = value.astype(detail["dtype"])
+    copy = tmp_path / path.name  # the worker writes beside the file
+    copy.write_bytes(content)
+    got = old_runtime(copy, signature, inputs)
+    if tflite_inspect.runs_on(content, "2.14"):
+        want = runner(**inputs)
+        assert "error" not in got, got
+        for name, value in want.items():
+            np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-5, err_msg=name)
+    else:
+        assert "Didn't find op for builtin opcode" in got["error"], got
