@@ -12,10 +12,13 @@ when it could not load or run the file).
 import sys
 
 import numpy as np
-import tflite_runtime.interpreter as tflite
 
 
 def main(job_path, out_path):
+    # Imported here: pytest imports this file too (doctests), where the
+    # old runtime is not installed.
+    import tflite_runtime.interpreter as tflite
+
     job = dict(np.load(job_path))
     path, signature = str(job.pop("path")), str(job.pop("signature"))
     try:

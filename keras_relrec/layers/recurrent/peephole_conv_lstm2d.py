@@ -126,8 +126,9 @@ def step_mask(mask):
     """A (batch, time) mask from a mask of rank 2 or more."""
     if len(mask.shape) == 2:
         return mask
-    # A max over numbers: TFLite Micro has no REDUCE_ANY.
-    return ops.max(ops.cast(mask, "float32"), axis=tuple(range(2, len(mask.shape)))) > 0
+    # A sum of numbers: TFLite Micro has no REDUCE_ANY (and a max refuses
+    # an empty batch).
+    return ops.sum(ops.cast(mask, "float32"), axis=tuple(range(2, len(mask.shape)))) > 0
 
 
 @register_layer

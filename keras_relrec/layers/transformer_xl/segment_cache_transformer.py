@@ -254,8 +254,9 @@ class SegmentCacheTransformer(SegmentRecurrence):
             (alpha (batch, N), the softmax over the filled slots; indices
             (batch, k) of the recalled slots, the most relevant first).
         """
-        # A max, the same test as any(> 0): TFLite Micro has no REDUCE_ANY.
-        filled = ops.max(slot_mask, axis=-1) > 0
+        # A sum of numbers: TFLite Micro has no REDUCE_ANY (and a max
+        # refuses an empty batch).
+        filled = ops.sum(ops.cast(slot_mask > 0, "float32"), axis=-1) > 0
         logits = ops.einsum("bk,bnk->bn", query, ops.stop_gradient(ops.cast(keys, query.dtype)))
         alpha = masked_softmax(logits, filled)
         ranked = ops.stop_gradient(logits)

@@ -230,8 +230,9 @@ class SegmentRecurrence(keras.layers.Layer):
         if mask is not None and new_states:
             # A segment with no valid position leaves the states as they
             # were, as a masked step leaves an RNN's state.
-            # A max over numbers: TFLite Micro has no REDUCE_ANY.
-            keep = ops.max(ops.cast(mask, "float32"), axis=1) > 0
+            # A sum of numbers: TFLite Micro has no REDUCE_ANY (and a max
+            # refuses an empty batch).
+            keep = ops.sum(ops.cast(mask, "float32"), axis=1) > 0
             new_states = [
                 ops.where(ops.reshape(keep, (-1,) + (1,) * (len(new.shape) - 1)), new, ops.cast(old, new.dtype))
                 for new, old in zip(new_states, states)
