@@ -41,16 +41,19 @@ $(OLD_RUNTIME)/.installed:
 	$(OLD_RUNTIME)/bin/python -m pip --disable-pip-version-check -q install tflite-runtime==2.14.0 numpy==1.26.4
 	touch $@
 
-# One TensorFlow thread per worker: two workers on two cores, each with a
-# pool of two threads, spent a fifth of their time contending (measured on
-# the contract's XLA, training and TFLite checks: 141 s against 108 s).
+# One TensorFlow (and JAX) thread per worker: two workers on two cores,
+# each with a pool of two threads, spent a fifth of their time contending
+# (the contract's XLA, training and TFLite checks: 141 s against 108 s; two
+# JAX reruns side by side: 40 s against 36 s).
 test: lint $(OLD_RUNTIME)/.installed
 	OLD_RUNTIME_PYTHON=$(OLD_RUNTIME)/bin/python TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1 \
+		XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
 		$(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup
 
-# Long work left out of `make test`: full tutorials, benchmarks.
-test-slow: $(VENV)/.installed-test
-	$(PY) -m pytest -q -p no:cacheprovider -m slow
+# Long work left out of `make test`: full tutorials, benchmarks in their
+# quick mode, the JAX reruns of whole families.
+test-slow: $(VENV)/.installed-test $(OLD_RUNTIME)/.installed
+	OLD_RUNTIME_PYTHON=$(OLD_RUNTIME)/bin/python $(PY) -m pytest -q -p no:cacheprovider -m slow
 
 # Parity, live: a second environment with torch and transformers 4.35.0
 # regenerates the committed golden arrays of HuggingFace's TransfoXL and of

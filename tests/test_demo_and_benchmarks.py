@@ -1,11 +1,14 @@
-"""`make demo`'s job and the benchmark script, in tiny configurations, so that
-neither can rot."""
+"""`make demo`'s job (in `make test`) and every benchmark script in its
+quick mode (`make test-slow`: benchmarks are slow work), so that neither
+can rot."""
 
 import pathlib
 import re
 import runpy
 import subprocess
 import sys
+
+import pytest
 
 from keras_relrec import demo
 
@@ -63,6 +66,7 @@ def run_quick(script, tmp_path, monkeypatch):
     return output.read_text()
 
 
+@pytest.mark.slow
 def test_lstm_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_lstm_cells.py", tmp_path, monkeypatch)
     for model in ("keras.layers.LSTM", "PeepholeLSTMCell", "CoupledLSTMCell"):
@@ -70,6 +74,7 @@ def test_lstm_benchmark_quick(tmp_path, monkeypatch):
     assert "Matmul peak" in text
 
 
+@pytest.mark.slow
 def test_tflite_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_tflite.py", tmp_path, monkeypatch)
     assert "<!-- bench_tflite:start -->" in text and "<!-- bench_tflite:end -->" in text
@@ -79,6 +84,7 @@ def test_tflite_benchmark_quick(tmp_path, monkeypatch):
         assert f"| {mode} |" in text
 
 
+@pytest.mark.slow
 def test_relational_memory_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_relational_memory.py", tmp_path, monkeypatch)
     assert "<!-- bench_relational_memory:start -->" in text
@@ -88,6 +94,7 @@ def test_relational_memory_benchmark_quick(tmp_path, monkeypatch):
     assert "the biggest cost of a training step is" in text
 
 
+@pytest.mark.slow
 def test_bag_of_features_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_bag_of_features.py", tmp_path, monkeypatch)
     assert "<!-- bench_bag_of_features:start -->" in text
@@ -100,6 +107,7 @@ def test_bag_of_features_benchmark_quick(tmp_path, monkeypatch):
     assert "f32 infer frames/s" in text and "peak RSS" in text
 
 
+@pytest.mark.slow
 def test_tabl_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_tabl.py", tmp_path, monkeypatch)
     assert "<!-- bench_tabl:start -->" in text and "<!-- bench_tabl:end -->" in text
@@ -115,6 +123,7 @@ def test_tabl_benchmark_quick(tmp_path, monkeypatch):
     assert "TABL takes" in text and "C(TABL) answers in" in text
 
 
+@pytest.mark.slow
 def test_transformer_xl_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_transformer_xl.py", tmp_path, monkeypatch)
     assert "<!-- bench_transformer_xl:start -->" in text and "<!-- bench_transformer_xl:end -->" in text
@@ -123,6 +132,7 @@ def test_transformer_xl_benchmark_quick(tmp_path, monkeypatch):
     assert len(rows) == 2 and all("×" in row for row in rows)
 
 
+@pytest.mark.slow
 def test_segment_cache_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_segment_cache.py", tmp_path, monkeypatch)
     assert "<!-- bench_segment_cache:start -->" in text and "<!-- bench_segment_cache:end -->" in text
@@ -131,6 +141,7 @@ def test_segment_cache_benchmark_quick(tmp_path, monkeypatch):
     assert len(rows) == 2 and all(row.count("×") == 2 for row in rows)
 
 
+@pytest.mark.slow
 def test_local_recurrence_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_local_recurrence.py", tmp_path, monkeypatch)
     assert "<!-- bench_local_recurrence:start -->" in text and "<!-- bench_local_recurrence:end -->" in text
@@ -139,6 +150,7 @@ def test_local_recurrence_benchmark_quick(tmp_path, monkeypatch):
     assert len(rows) == 1 and rows[0].count("×") == 2
 
 
+@pytest.mark.slow
 def test_relation_transformer_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_relation_transformer.py", tmp_path, monkeypatch)
     assert "<!-- bench_relation_transformer:start -->" in text and "<!-- bench_relation_transformer:end -->" in text
@@ -147,6 +159,7 @@ def test_relation_transformer_benchmark_quick(tmp_path, monkeypatch):
     assert len(rows) == 1 and rows[0].count("%") == 1 and rows[0].count(" / ") == 2
 
 
+@pytest.mark.slow
 def test_edge_targets_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_edge_targets.py", tmp_path, monkeypatch)
     assert "<!-- bench_edge_targets:start -->" in text and "<!-- bench_edge_targets:end -->" in text

@@ -52,6 +52,11 @@ def test_deploy_to_device_tiny(tmp_path):
     drift = rows[4]["drift"]
     assert 0 <= drift["first_100"] <= drift["max"] and 0 < drift["agree"] <= 1
     assert (tmp_path / "deploy_streaming.png").stat().st_size > 1000
+    # The card gives every int8 tensor of the fully integer file its scale.
+    card = json.loads((tmp_path / "deploy_card.json").read_text())
+    step = card["speaker_micro_int8.tflite"]["quantization"]["step"]
+    assert set(step["inputs"]) == set(step["outputs"]) - {"output"} | {"frames"}
+    assert all(q["scale"] > 0 for side in step.values() for q in side.values())
     text = (tmp_path / "deploy_results.md").read_text()
     assert "| TFLM int8, integer I/O and states, frame by frame |" in text and "over 1,000 frames" in text
 

@@ -7,8 +7,9 @@ streaming as float32 and int8 TFLite, for phones (LiteRT) and for
 microcontrollers (TFLite Micro, float32 and fully integer: int8 frames,
 probabilities and states), and runs the test utterances frame by frame, the
 way a device receives them: one frame per call, states fed back, the
-answer read after the last frame. It writes to --output-dir a table
-(`deploy_results.md`) of file size, tensor arena, test accuracy and time per
+answer read after the last frame. It writes to --output-dir a card of the
+files (`deploy_card.json`: size, arena, runtime, quantization parameters), a
+table (`deploy_results.md`) of file size, tensor arena, test accuracy and time per
 frame for Keras and each file in its runtime, the drift of the int8 states
 over a 1,000-frame stream, and a plot (`deploy_streaming.png`) of the class
 probabilities of one utterance as its frames arrive.
@@ -18,6 +19,7 @@ probabilities of one utterance as its frames arrive.
 """
 
 import argparse
+import json
 import os
 import pathlib
 import statistics
@@ -212,6 +214,19 @@ def main(argv=None):
     ]
     table = "\n".join(lines) + "\n"
     (out / "deploy_results.md").write_text(table)
+    # The card a device build reads: each file's size, arena, the oldest
+    # runtime it needs, and the scale and zero point of every integer input,
+    # output and state (real = scale × (integer − zero point)).
+    card = {
+        path.name: {
+            "bytes": path.stat().st_size,
+            "arena_bytes": summaries[name].get("micro", {}).get("arena_bytes"),
+            "min_runtime": summaries[name]["min_runtime"],
+            "quantization": summaries[name]["quantization"],
+        }
+        for name, path in files.items()
+    }
+    (out / "deploy_card.json").write_text(json.dumps(card, indent=1) + "\n")
     print(table)
     for r in rows:
         r.setdefault("arena", None)

@@ -1,8 +1,8 @@
 """The backend-neutral tests of the local-recurrence family — the NumPy
 window loops, masking, chunking, the seed's equations, the block's
 equations and the goldens of the public R-Transformer code — run again on
-JAX, in a process of its own: the equations, masking and the goldens in
-make test, every one of them in make test-slow (make test's budget)."""
+JAX, in a process of its own, in make test-slow (make test's budget: the
+contract suite runs the family's layers on JAX)."""
 
 import pathlib
 
@@ -28,6 +28,7 @@ def rerun(tests):
                          " or ".join(f"({name})" for names in tests.values() for name in names))
 
 
+@pytest.mark.slow
 def test_on_jax():
     output = rerun(QUICK)
     # Every selected test ran: 1 + 1 window tests, 3 + 1 of the block.
