@@ -67,6 +67,7 @@ def _inspect(args):
     except Exception as error:
         raise ExportError(f"{args.tflite} is not a readable .tflite file: {error}") from None
     content = pathlib.Path(args.tflite).read_bytes()
+    summary["positions"] = {key: micro.io_order(content, key) for key in summary["signatures"]}
     summary["runtimes"] = tflite_inspect.runtime_verdicts(
         content,
         micro=micro.compatibility(content) if micro.available() else None,

@@ -157,6 +157,10 @@ def format_summary(summary):
                 q = summary.get("quantization", {}).get(key, {}).get(side, {}).get(name)
                 q_text = f" scale {q['scale']:.6g} zero_point {q['zero_point']}" if q else ""
                 lines.append(f"  {side[:-1]:<6} {name:<28} {shape_text:<18} {dtype}{q_text}")
+    for key, order in summary.get("positions", {}).items():
+        # For runtimes that address tensors by position (TFLM's GetInput(k)).
+        for side, names in order.items():
+            lines.append(f"'{key}' {side} by position: {', '.join(names)}")
     lines.append("ops (all subgraphs), version:")
     for op, count in summary["ops"].items():
         lines.append(f"  {op:<28} {count:<4} v{summary['op_versions'].get(op, 1)}")

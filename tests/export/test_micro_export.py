@@ -128,5 +128,7 @@ def test_the_command_line_exports_for_micro_and_inspect_reports_it(tmp_path):
     # A verdict per runtime, the tensors by name with their positions' order.
     lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
     assert "tflite-micro: runs, tensor arena" in " ".join(lines), done.stdout
+    inputs = micro.io_order((tmp_path / "m.tflite").read_bytes())["inputs"]
+    assert f"'step' inputs by position: {', '.join(inputs)}" in lines, done.stdout
     for verdict in ("LiteRT / TF Lite: runs from 2.", "tflite-runtime 2.14: runs", "GPU / NPU delegate: ready"):
         assert any(line.startswith(verdict) for line in lines), done.stdout
