@@ -18,10 +18,10 @@ tflite-runtime 2.14 runs in its own environment (`make test` creates
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 
@@ -81,13 +81,18 @@ def test_data():
 
 def old_runtime(path, inputs):
     python = os.environ.get("OLD_RUNTIME_PYTHON", str(ROOT / ".venv-tflite-2.14" / "bin" / "python"))
-    job, out = path.with_suffix(".job.npz"), path.with_suffix(".out.npz")
-    np.savez(job, path=np.array(str(path)), signature=np.array("serve"), **inputs)
-    subprocess.run([python, str(WORKER), str(job), str(out)], check=True, capture_output=True)
-    result = dict(np.load(out))
+    result = _worker().run_in(python, path, "serve", inputs)
     if "error" in result:
-        raise RuntimeError(str(result["error"]))
+        raise RuntimeError(result["error"])
     return result["output"]
+
+
+def _worker():
+    """The tests' old-runtime worker module (its client side), by path."""
+    spec = importlib.util.spec_from_file_location("old_runtime_worker", WORKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def one_by_one(run, inputs):

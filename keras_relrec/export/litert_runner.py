@@ -186,27 +186,27 @@ class Streamer:
         self._wrapper.AllocateTensors(self._subgraph)
         self._inputs = runner.get_input_details()
         self._outputs = {name: detail["index"] for name, detail in runner.get_output_details().items()}
-        params = {side: {name: quantization.parameters(detail) for name, detail in details.items()}
-                  for side, details in (("inputs", self._inputs), ("outputs", outputs))}
-        self._params = params
+        self._params = {side: {name: quantization.parameters(detail) for name, detail in details.items()}
+                        for side, details in (("inputs", self._inputs), ("outputs", outputs))}
         self._real_values = real_values
-        self.chunk_length = None
-        if "chunk_length" in self._interpreter.get_signature_list():
-            self.chunk_length = int(self._interpreter.get_signature_runner("chunk_length")()["chunk_length"])
-        self._initial = self._initial_state(path_or_content)
+        self._initial, self.chunk_length = self._initial_state(path_or_content)
         self.reset()
 
     def _initial_state(self, path_or_content):
-        if "initial_state" in self._interpreter.get_signature_list():
-            runner = self._interpreter.get_signature_runner("initial_state")
-            return runner(batch_size=np.array(self.batch_size, np.int32))
+        """(the initial states at `batch_size`, the chunk length or None)."""
+        signatures = self._interpreter.get_signature_list()
+        if "initial_state" in signatures:
+            states = self._interpreter.get_signature_runner("initial_state")(
+                batch_size=np.array(self.batch_size, np.int32))
+            chunk = None
+            if "chunk_length" in signatures:
+                chunk = int(self._interpreter.get_signature_runner("chunk_length")()["chunk_length"])
+            return states, chunk
         if isinstance(path_or_content, (str, pathlib.Path)):
             from keras_relrec.export import micro
 
-            sidecar = dict(np.load(micro.initial_state_path(path_or_content)))
-            chunk = sidecar.pop(micro.CHUNK_LENGTH_KEY, None)
-            self.chunk_length = None if chunk is None else int(chunk)
-            return {name: np.repeat(value, self.batch_size // len(value), 0) for name, value in sidecar.items()}
+            # A fixed-batch file: its batch_size was checked against the file's.
+            return micro.read_initial_state(path_or_content)
         raise ValueError("A file without an `initial_state` signature is read by path (its states lie beside it).")
 
     def reset(self, states=None):

@@ -59,9 +59,7 @@ def _refusal(content, message, model):
     if not missing and not failed:
         return f"the tflite-micro interpreter cannot run the file: {message}"
     op = (missing or failed)[0]
-    scopes = " ".join(tflite_inspect.op_outputs(content).get(op, []))
-    layer = model_graph.layer_in_scope(model, scopes) if model is not None else None
-    where = f"layer '{layer.name}' ({type(layer).__name__})" if layer is not None else "the model"
+    where = model_graph.culprit(model, " ".join(tflite_inspect.op_outputs(content).get(op, [])))
     if missing:
         return f"{where} needs the op {op}, which TensorFlow Lite for Microcontrollers lacks"
     return f"{where} uses the op {op} in a way TensorFlow Lite for Microcontrollers does not run: {message}"
@@ -113,6 +111,14 @@ def initial_state_path(path):
     """Where `export_tflite(..., target="micro", streaming=True)` writes the
     initial states of `path`: `<name>.initial_state.npz` beside it."""
     return pathlib.Path(path).with_suffix(".initial_state.npz")
+
+
+def read_initial_state(path):
+    """({state name: array}, the chunk length or None) from the file beside
+    a streaming micro (or accelerator) file."""
+    sidecar = dict(np.load(initial_state_path(path)))
+    chunk = sidecar.pop(CHUNK_LENGTH_KEY, None)
+    return sidecar, None if chunk is None else int(chunk)
 
 
 def io_order(content, signature="step"):
@@ -212,12 +218,11 @@ class MicroStreamer:
     """
 
     def __init__(self, path, arena_size=None, real_values=True):
-        sidecar = dict(np.load(initial_state_path(path)))
-        chunk = sidecar.pop(CHUNK_LENGTH_KEY, None)
-        self.chunk_length = None if chunk is None else int(chunk)
-        self.initial_state = sidecar
+        self.initial_state, self.chunk_length = read_initial_state(path)
         self.step = MicroInterpreter(path, "step", arena_size)
         self.real_values = real_values
+        self.params = {side: {name: quantization.parameters(detail) for name, detail in details.items()}
+                       for side, details in (("in", self.step.input_details), ("out", self.step.output_details))}
 
     def run(self, inputs, states=None):
         """`inputs` (batch, time, ...) through the step from `states` (default
@@ -233,8 +238,7 @@ class MicroStreamer:
                 f"Input '{frame_name}' must have a time axis (axis 1) of a multiple of {step} steps; "
                 f"received shape {inputs.shape}."
             )
-        params = {side: {name: quantization.parameters(detail) for name, detail in details.items()}
-                  for side, details in (("in", self.step.input_details), ("out", self.step.output_details))}
+        params = self.params
         if params["in"][frame_name] and self.real_values:
             dtype = self.step.input_details[frame_name]["dtype"]
             inputs = quantization.quantize(inputs, params["in"][frame_name], dtype)

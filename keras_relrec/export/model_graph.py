@@ -93,6 +93,13 @@ def layer_in_scope(model, text):
     return min(found, key=lambda item: item[0])[1] if found else None
 
 
+def culprit(model, text):
+    """"layer '<name>' (<class>)" for the layer `layer_in_scope` finds in
+    `text`, or "the model" when none is found (or no model is given)."""
+    layer = layer_in_scope(model, text) if model is not None else None
+    return f"layer '{layer.name}' ({type(layer).__name__})" if layer is not None else "the model"
+
+
 def run(model, inputs, replacement):
     """Runs `model` on `inputs`.
 

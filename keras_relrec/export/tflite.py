@@ -178,10 +178,9 @@ def export_tflite(
     if custom:
         raise ExportError(f"the converted model needs non-builtin ops {custom}")
     if runtime is not None and not tflite_inspect.runs_on(content, runtime):
-        newer = [f"{op} v{v}" for op, v in tflite_inspect.op_versions(content).items() if v > 1]
         raise ExportError(
             f"the file needs TensorFlow Lite {tflite_inspect.min_runtime(content)}, newer than runtime={runtime!r}, "
-            f"for one of its op versions ({', '.join(newer)}); try another `quantize`"
+            f"for one of its op versions ({tflite_inspect.later_op_versions(content)}); try another `quantize`"
         )
     content = tensor_names.named(content)
     summary = tflite_inspect.summarize(content)
@@ -228,8 +227,7 @@ def _accelerator_check(content, model, integer_io):
     the export, naming the layer it comes from."""
     found = accelerator.compatibility(content)
     if not found["ready"]:
-        layer = model_graph.layer_in_scope(model, " ".join(found["tensors"]))
-        where = f"layer '{layer.name}' ({type(layer).__name__})" if layer is not None else "the model"
+        where = model_graph.culprit(model, " ".join(found["tensors"]))
         raise ExportError(f"{where} does not export for accelerators: {found['reasons'][0]}")
     if integer_io and not found["integer_only"]:
         raise ExportError("the int8 file keeps float tensors, which an integer-only accelerator cannot run")

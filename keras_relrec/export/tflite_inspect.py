@@ -10,6 +10,8 @@ import pathlib
 from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
 
+from keras_relrec.export import quantization
+
 # The older runtime checked (deployed devices still carry it); files that
 # stay within its op versions run there (export_tflite(runtime=...)).
 OLDER_RUNTIME = "2.14"
@@ -56,6 +58,12 @@ def op_versions(content):
     return dict(sorted(versions.items()))
 
 
+def later_op_versions(content):
+    """"OP vN, ..." for every op past its first version: the candidates for
+    what makes a file need a newer runtime."""
+    return ", ".join(f"{op} v{v}" for op, v in op_versions(content).items() if v > 1)
+
+
 def min_runtime(content):
     """The oldest TensorFlow Lite / LiteRT runtime that has every op version
     of the file, as the converter records it (`min_runtime_version`), or
@@ -79,13 +87,6 @@ def runs_on(content, runtime):
     every op version of the file."""
     needed = min_runtime(content)
     return needed is None or version_tuple(needed) <= version_tuple(runtime)
-
-
-def _quantization(detail):
-    parameters = detail["quantization_parameters"]
-    if not len(parameters["scales"]):
-        return None
-    return {"scale": float(parameters["scales"][0]), "zero_point": int(parameters["zero_points"][0])}
 
 
 def op_outputs(content):
@@ -116,7 +117,7 @@ def summarize(path_or_content):
     else:
         content = pathlib.Path(path_or_content).read_bytes()
     interpreter = Interpreter(model_content=content)
-    signatures, quantization = {}, {}
+    signatures, quantized_signatures = {}, {}
     for key in interpreter.get_signature_list():
         runner = interpreter.get_signature_runner(key)
         sides = (("inputs", runner.get_input_details()), ("outputs", runner.get_output_details()))
@@ -128,11 +129,12 @@ def summarize(path_or_content):
             for side, details in sides
         }
         quantized = {
-            side: {name: _quantization(detail) for name, detail in sorted(details.items()) if _quantization(detail)}
+            side: {name: {"scale": q[0], "zero_point": q[1]} for name, detail in sorted(details.items())
+                   if (q := quantization.parameters(detail))}
             for side, details in sides
         }
         if any(quantized.values()):
-            quantization[key] = quantized
+            quantized_signatures[key] = quantized
     model = schema.Model.GetRootAsModel(content, 0)
     return {
         "size_bytes": len(content),
@@ -140,7 +142,7 @@ def summarize(path_or_content):
         "signatures": signatures,
         # Scale and zero point of every integer input and output: real value
         # = scale × (integer − zero_point).
-        "quantization": quantization,
+        "quantization": quantized_signatures,
         "ops": op_histogram(content),
         "op_versions": op_versions(content),
         "min_runtime": min_runtime(content),
@@ -178,9 +180,8 @@ def runtime_verdicts(content, micro=None, accelerator=None):
     interpreter's own verdict) and GPU/NPU delegates (`accelerator`)."""
     needed = min_runtime(content)
     verdicts = {"LiteRT / TF Lite": f"runs from {needed}" if needed else "runs"}
-    older = [f"{op} v{v}" for op, v in op_versions(content).items() if v > 1]
-    verdicts["tflite-runtime 2.14"] = (
-        "runs" if runs_on(content, OLDER_RUNTIME) else f"needs {needed} (op versions: {', '.join(older)})"
+    verdicts[f"tflite-runtime {OLDER_RUNTIME}"] = (
+        "runs" if runs_on(content, OLDER_RUNTIME) else f"needs {needed} (op versions: {later_op_versions(content)})"
     )
     if micro is not None:
         verdicts["tflite-micro"] = (

@@ -7,11 +7,28 @@ keras_relrec nor TensorFlow).
 JOB.npz: `path` (the file), `signature`, and one array per input by name.
 OUT.npz: one array per output by name, or `error` (what the runtime said
 when it could not load or run the file).
+
+`run_in(python, ...)` is the other side: it writes the job, runs this script
+with `python` (the old runtime's environment) and reads the result.
 """
 
+import pathlib
+import subprocess
 import sys
 
 import numpy as np
+
+
+def run_in(python, path, signature, inputs):
+    """{output name: array}, or {"error": what the runtime said}, from
+    running signature `signature` of `path` on `inputs` in the environment
+    of `python`; the job's files go beside `path`."""
+    path = pathlib.Path(path)
+    job, out = path.with_suffix(".job.npz"), path.with_suffix(".out.npz")
+    np.savez(job, path=np.array(str(path)), signature=np.array(signature), **inputs)
+    subprocess.run([python, __file__, str(job), str(out)], check=True, capture_output=True)
+    result = dict(np.load(out))
+    return {"error": str(result["error"])} if "error" in result else result
 
 
 def main(job_path, out_path):

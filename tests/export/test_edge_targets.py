@@ -5,7 +5,6 @@ the streaming runner that allocates once."""
 
 import os
 import pathlib
-import subprocess
 
 import keras
 import numpy as np
@@ -22,9 +21,9 @@ from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.layers import CoupledLSTMCell
 from keras_relrec.layers import PeepholeLSTMCell
+from tests.export import old_runtime_worker
 
 ROOT = pathlib.Path(__file__).parents[2]
-WORKER = pathlib.Path(__file__).with_name("old_runtime_worker.py")
 FEATURES, CLASSES = 6, 5
 
 
@@ -197,11 +196,7 @@ def old_runtime(path, signature, inputs):
     python = os.environ.get("OLD_RUNTIME_PYTHON")
     if python is None:
         pytest.skip("OLD_RUNTIME_PYTHON is unset: `make test` sets it to tflite-runtime 2.14's environment")
-    job, out = pathlib.Path(path).with_suffix(".job.npz"), pathlib.Path(path).with_suffix(".out.npz")
-    np.savez(job, path=np.array(str(path)), signature=np.array(signature), **inputs)
-    subprocess.run([python, str(WORKER), str(job), str(out)], check=True, capture_output=True)
-    result = dict(np.load(out))
-    return {"error": str(result["error"])} if "error" in result else result
+    return old_runtime_worker.run_in(python, path, signature, inputs)
 
 
 def test_runtime_option_keeps_a_file_within_tflite_runtime_2_14(tmp_path):
