@@ -12,7 +12,7 @@ INSTALL_INPUTS := setup.py pyproject.toml constraints.txt
 # xdist_group) run on one worker.
 WORKERS ?= 2
 
-.PHONY: demo test lint test-slow test-parity bench clean
+.PHONY: demo test lint test-slow test-parity bench bench-ucr clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -82,6 +82,11 @@ bench: $(VENV)/.installed-test $(OLD_RUNTIME)/.installed
 	$(PY) benchmarks/bench_local_recurrence.py
 	$(PY) benchmarks/bench_relation_transformer.py
 	OLD_RUNTIME_PYTHON=$(OLD_RUNTIME)/bin/python $(PY) benchmarks/bench_edge_targets.py
+
+# The builders with their recipes against MiniRocket and 1-NN DTW on the
+# UCR/UEA sets bundled in aeon, 3 seeds (long: about an hour on 2 cores).
+bench-ucr: $(VENV)/.installed-test
+	$(PY) benchmarks/bench_ucr.py --results-json benchmarks/ucr_results.json
 
 clean:
 	rm -rf $(VENV) $(REFERENCE) $(OLD_RUNTIME) demo_output build *.egg-info

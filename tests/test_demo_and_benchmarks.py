@@ -169,3 +169,13 @@ def test_edge_targets_benchmark_quick(tmp_path, monkeypatch):
                 "| C(TABL) (synthetic LOB) | int8 integer I/O (micro) | TFLM | 100.0% | 100.0% |",
                 "| C(TABL) (synthetic LOB) | float32 (accelerator) | LiteRT | 100.0% | 100.0% |"):
         assert row in text, text
+
+
+@pytest.mark.slow
+def test_ucr_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_ucr.py", tmp_path, monkeypatch)
+    row = next(line for line in text.splitlines() if line.startswith("| ItalyPowerDemand |"))
+    # Every model has its cell: published DTW, the two baselines, ours.
+    assert row.count("|") == 6 + 2 + 5 + 1 and "95.0" in row
+    for model in ("MiniRocket", "1-NN DTW", "NBoF", "attention NBoF", "recurrent NBoF", "C(TABL)"):
+        assert model in text

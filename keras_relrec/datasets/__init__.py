@@ -6,3 +6,4 @@ from keras_relrec.datasets.fi2010 import load_fi2010
 from keras_relrec.datasets.japanese_vowels import load_japanese_vowels
 from keras_relrec.datasets.nth_farthest import nth_farthest
 from keras_relrec.datasets.synthetic_lob import synthetic_lob
+from keras_relrec.datasets.ucr_uea import load_ucr_uea

@@ -1,9 +1,14 @@
 """Ready networks built from keras_relrec's layers."""
 
 from keras_relrec.models.drrt_classifier import drrt_classifier
+from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.nbof_classifiers import fit_codebook
 from keras_relrec.models.nbof_classifiers import nbof_classifier
 from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier
+from keras_relrec.models.recipes import RECIPES
+from keras_relrec.models.recipes import Recipe
+from keras_relrec.models.recipes import normalization_statistics
+from keras_relrec.models.recipes import train_classifier
 from keras_relrec.models.tabl_networks import class_weights
 from keras_relrec.models.tabl_networks import compile_as_in_paper
 from keras_relrec.models.tabl_networks import tabl_network

@@ -4,8 +4,10 @@ import keras
 import numpy as np
 
 from keras_relrec.layers import BoFQuantizer
+from keras_relrec.layers import LocalFeatures
 from keras_relrec.layers import RecurrentBoFCell
 from keras_relrec.layers import TwoDAttention
+from keras_relrec.models.front_end import local_front_end
 from keras_relrec.utils import validation
 
 ATTENTIONS = ("input", "codeword", "temporal")
@@ -19,6 +21,11 @@ def nbof_classifier(
     scale="per_dimension",
     mask_value=0.0,
     normalization=None,
+    front_end="conv",
+    front_end_filters=32,
+    window_size=8,
+    max_steps=128,
+    temporal_rank=8,
     hidden_units=64,
     dropout=0.2,
     codebook_data=None,
@@ -29,6 +36,7 @@ def nbof_classifier(
 
     ```
     sequence → [Masking] → [Normalization] → [input attention]
+             → [local features: front_end]
              → BoFQuantizer (memberships Φ)
              → [codeword attention] → [temporal attention]
              → histogram (mean over the valid steps) → Dense(ReLU) → Dropout
@@ -39,6 +47,16 @@ def nbof_classifier(
     2022): input attention over the features of each step, codeword
     attention over the codewords of each step, temporal attention over the
     steps (which needs a fixed number of steps).
+
+    Input: a series of one value per step (univariate, features = 1) or of
+    several (multivariate), padded at the end with `mask_value` where the
+    lengths differ. The quantizer histograms the vectors it sees; fed one
+    value per step it could only count amplitudes and would lose the shape
+    of the series. The default front-end (`local_front_end`) therefore
+    gives it learned local features of each step's last few steps, for
+    univariate and multivariate series alike; `front_end=None` quantizes
+    the raw steps (the paper's setting, for features that already describe
+    a step, e.g. speech frames or order-book levels).
 
     Args:
         input_shape: (steps, features) of one example; steps may be `None`
@@ -53,6 +71,14 @@ def nbof_classifier(
         normalization: Optional `(mean, variance)` per feature, for a
             `Normalization` layer after the masking (statistics of the
             valid training steps).
+        front_end: `"conv"` (default, learned), `"window"` (raw
+            sub-sequences) or None (the raw steps); see `local_front_end`.
+        front_end_filters, window_size: Width and window of the front-end.
+        max_steps: The front-end's stride shortens longer series to at most
+            this many steps (default 128); None keeps every step.
+        temporal_rank: Rank r of the temporal attention's W = 1/L + U Vᵀ
+            (2·L·r weights, default 8); None for the paper's full L × L W,
+            whose weights grow with the square of the steps L.
         hidden_units, dropout: The classifier head.
         codebook_data: Optional training sequences (an array): the quantizer's
             codebook is set by k-means on the feature vectors it sees for
@@ -76,11 +102,12 @@ def nbof_classifier(
     inputs, h = _inputs(input_shape, mask_value, normalization)
     if "input" in attention:
         h = TwoDAttention(axis=2, name="input_attention")(h)
+    h = local_front_end(h, front_end, front_end_filters, window_size, max_steps)
     phi = BoFQuantizer(num_codewords, scale=scale, name="quantizer")(h)
     if "codeword" in attention:
         phi = TwoDAttention(axis=2, name="codeword_attention")(phi)
     if "temporal" in attention:
-        phi = TwoDAttention(axis=1, name="temporal_attention")(phi)
+        phi = TwoDAttention(axis=1, rank=temporal_rank, name="temporal_attention")(phi)
     histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(phi)
     outputs = _head(histogram, num_classes, hidden_units, dropout, seed)
     model = keras.Model(inputs, outputs, name=name or ("attention_nbof" if attention else "nbof"))
@@ -95,6 +122,10 @@ def recurrent_nbof_classifier(
     num_codewords,
     mask_value=0.0,
     normalization=None,
+    front_end="conv",
+    front_end_filters=32,
+    window_size=8,
+    max_steps=128,
     hidden_units=64,
     dropout=0.2,
     codebook_data=None,
@@ -104,11 +135,24 @@ def recurrent_nbof_classifier(
     """Recurrent NBoF: `RecurrentBoFCell` histograms s_j averaged over the
     valid steps, then the same head as `nbof_classifier`.
 
-    Args: as `nbof_classifier` (without `attention`). The recurrent
-    quantizer's layer is named `recurrent_quantizer`.
+    ```
+    sequence → [Masking] → [Normalization] → [local features: front_end]
+             → RNN(RecurrentBoFCell) → mean over the valid steps → head
+    ```
+
+    Input: as `nbof_classifier`, whose reasons for the default front-end
+    hold here too. On long series the front-end's stride also shortens
+    the recurrence (at most `max_steps` steps, 128 by default), which is
+    what keeps it trainable (`benchmarks/bench_ucr.py` measures it against
+    the raw steps).
+
+    Args: as `nbof_classifier` (without `attention` and
+    `temporal_rank`). The recurrent quantizer's layer is named
+    `recurrent_quantizer`.
     """
     _check_head(num_classes, hidden_units, dropout)
     inputs, h = _inputs(input_shape, mask_value, normalization)
+    h = local_front_end(h, front_end, front_end_filters, window_size, max_steps)
     states = keras.layers.RNN(RecurrentBoFCell(num_codewords), return_sequences=True,
                               name="recurrent_quantizer")(h)
     histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(states)
@@ -157,6 +201,9 @@ def fit_codebook(model, data, seed=None):
     valid = np.ones(data.shape[:-1], bool)
     for masking in (m for m in model.layers if isinstance(m, keras.layers.Masking)):
         valid = ~np.all(data == masking.mask_value, axis=-1)
+    # A front-end's stride shortens the sequence, and its mask with it.
+    for front in (m for m in model.layers if isinstance(m, LocalFeatures)):
+        valid = np.asarray(front.compute_mask(None, valid))
     getattr(layer, "cell", layer).adapt(seen[valid], seed=seed)
 
 

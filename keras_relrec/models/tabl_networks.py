@@ -5,6 +5,7 @@ import numpy as np
 
 from keras_relrec.layers import TABL
 from keras_relrec.layers import BilinearLayer
+from keras_relrec.models.front_end import local_front_end
 from keras_relrec.utils import validation
 
 # Hidden layers (D', T') of each configuration; the last layer maps to
@@ -22,6 +23,11 @@ def tabl_network(
     dropout=0.1,
     max_norm=None,
     data_format="channels_last",
+    normalization=None,
+    front_end=None,
+    front_end_filters=32,
+    window_size=8,
+    max_steps=128,
     name=None,
 ):
     """The paper's A, B or C network; outputs class logits.
@@ -45,7 +51,19 @@ def tabl_network(
         max_norm: If given, a `keras.constraints.MaxNorm(max_norm)` on every
             kernel (the paper tries 3, 5 and 7).
         data_format: `"channels_last"` or `"channels_first"`.
+        normalization: Optional `(mean, variance)` per feature, for a
+            `Normalization` layer first (channels_last only).
+        front_end: None (default, the paper's network on the features as
+            they are), `"conv"` or `"window"`: local features of each step
+            first (see `local_front_end`; channels_last only), for raw
+            series, where one value per step says little on its own.
+        front_end_filters, window_size, max_steps: Of the front-end (see
+            `nbof_classifier`).
         name: Model name; default e.g. `"C_TABL"`.
+
+    Input: (T, D) windows of D features per step. The bilinear layers have
+    no mask: series of different lengths enter padded, the padding as
+    values.
 
     Returns:
         An uncompiled `keras.Model`; hidden layers are named `bl_1`, `bl_2`
@@ -63,8 +81,17 @@ def tabl_network(
             validation.check_positive_float("max_norm", max_norm)
         )
     common = dict(data_format=data_format, kernel_constraint=constraint)
+    if data_format != "channels_last" and (normalization is not None or front_end is not None):
+        raise ValueError(
+            "Arguments `normalization` and `front_end` need data_format='channels_last'; received "
+            f"data_format={data_format!r}."
+        )
     inputs = keras.Input(input_shape, name="window")
     h = inputs
+    if normalization is not None:
+        mean, variance = normalization
+        h = keras.layers.Normalization(mean=mean, variance=variance, name="normalization")(h)
+    h = local_front_end(h, front_end, front_end_filters, window_size, max_steps)
     for k, (units, steps) in enumerate(CONFIGS[config], start=1):
         h = BilinearLayer(units, steps, activation="relu", name=f"bl_{k}", **common)(h)
         h = keras.layers.Dropout(dropout, name=f"dropout_{k}")(h)

@@ -99,6 +99,10 @@ class HyperNBoF(hyper_model.SequenceHyperModel):
             scale=self.value(hp, "scale"),
             mask_value=self.mask_value,
             normalization=self.normalization,
+            # The search space of the paper's models: the raw steps and
+            # the full temporal W.
+            front_end=None,
+            temporal_rank=None,
             hidden_units=self.value(hp, "hidden_units"),
             dropout=self.value(hp, "dropout"),
             seed=self.seed,

@@ -180,6 +180,40 @@ ENTRIES = [
     ),
     Entry(
         layers.TwoDAttention,
+        # The parameter-efficient W = 1/L + U Vᵀ, random so W gets gradients.
+        {"axis": 1, "rank": 2, "kernel_initializer": "random_normal"},
+        (6, 3),
+        variant="low-rank",
+        bad_kwargs=[({"rank": 0}, "rank")],
+        bad_rank_match=r"expects inputs \(batch, steps, features\)",
+        fixed_axis=1,
+        takes_mask=True,
+        fixed_length=True,
+    ),
+    Entry(
+        layers.LocalFeatures,
+        {"window_size": 3, "filters": 4, "bias_initializer": "random_normal"},
+        (6, 3),
+        bad_kwargs=[
+            ({"mode": "patches"}, "mode"),
+            ({"window_size": 0}, "window_size"),
+            ({"filters": 0}, "filters"),
+            ({"strides": 4}, "strides"),
+            ({"mode": "window", "filters": 4}, "filters"),
+        ],
+        bad_rank_match=r"expects inputs \(batch, steps, features\)",
+        takes_mask=True,
+    ),
+    Entry(
+        layers.LocalFeatures,
+        # Sub-sequences, every second one.
+        {"mode": "window", "window_size": 3, "strides": 2},
+        (6, 3),
+        variant="windows",
+        bad_rank_match=r"expects inputs \(batch, steps, features\)",
+    ),
+    Entry(
+        layers.TwoDAttention,
         {"axis": 2, "kernel_initializer": "random_normal"},
         (6, 3),
         variant="features",

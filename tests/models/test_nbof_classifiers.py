@@ -39,7 +39,7 @@ def test_codebook_from_the_features_the_quantizer_sees():
     from sklearn.cluster import KMeans
 
     x, _ = padded_batch(seed=1)
-    model = nbof_classifier((9, 3), 4, 5, attention=("input",), codebook_data=x, seed=3)
+    model = nbof_classifier((9, 3), 4, 5, attention=("input",), front_end=None, codebook_data=x, seed=3)
     seen = keras.Model(model.input, model.get_layer("input_attention").output).predict(x, verbose=0)
     vectors = seen.reshape(-1, 3)
     vectors = vectors[~np.all(vectors == 0.0, axis=-1)].astype("float64")

@@ -40,12 +40,28 @@ class TwoDAttention(keras.layers.Layer):
     outputs are zeros), and with `axis=1` they get no attention; the mask is
     passed on.
 
+    Cost: W has L² weights, e.g. 576 for 24 steps but 182,329 for 427,
+    and E costs L² multiply-adds per column. `rank=r` learns instead
+    W = 1/L + U Vᵀ with U, V ∈ R^{L×r} (2·L·r weights: 6,832 for 427 steps
+    at r = 8), computed without forming W; U starts random, V at zero, so
+    that A starts uniform as with the full W.
+
+    τ trades the attended copy against the input. As A sums to 1 along the
+    attended axis, S ⊙ A is about L times smaller than S, so raising τ
+    also shrinks the output; where the reweighting carries less than the
+    plain S, training drives τ to 0, and the layer passes S through
+    unchanged (the model is then the one without this attention).
+
     Args:
         axis: 1 (steps) or 2 (features), the attended axis. Default 1.
         initial_tau: τ's initial value in [0, 1]. Default 0.5.
         trainable_tau: Whether τ learns. Default True.
-        kernel_initializer: Of W; default the constant 1/L.
-        kernel_regularizer, kernel_constraint: Of W.
+        rank: None (default) for the full L × L W of the paper, or a
+            positive int r < L for W = 1/L + U Vᵀ.
+        kernel_initializer: Of W, default the constant 1/L; with `rank`,
+            of U and V (default: U random normal with deviation 1/√L, V
+            zeros).
+        kernel_regularizer, kernel_constraint: Of W (or of U and V).
         **kwargs: Base `Layer` arguments.
 
     Call arguments:
@@ -78,6 +94,7 @@ class TwoDAttention(keras.layers.Layer):
         axis=1,
         initial_tau=0.5,
         trainable_tau=True,
+        rank=None,
         kernel_initializer=None,
         kernel_regularizer=None,
         kernel_constraint=None,
@@ -91,6 +108,7 @@ class TwoDAttention(keras.layers.Layer):
                 f"Argument `initial_tau` must be in [0, 1]; received initial_tau={initial_tau!r}."
             )
         self.trainable_tau = validation.check_bool("trainable_tau", trainable_tau)
+        self.rank = None if rank is None else validation.check_positive_int("rank", rank)
         self.kernel_initializer = (
             None if kernel_initializer is None else keras.initializers.get(kernel_initializer)
         )
@@ -113,18 +131,19 @@ class TwoDAttention(keras.layers.Layer):
                 f"{'step' if self.axis == 1 else 'feature'}; received input of shape "
                 f"{tuple(input_shape)}."
             )
+        if self.rank is not None and self.rank >= length:
+            raise ValueError(
+                f"Argument `rank` must be below the attended length {length} (or None for the full "
+                f"{length} × {length} W); received rank={self.rank!r}."
+            )
         self.input_spec = keras.layers.InputSpec(ndim=3, axes={self.axis: length})
-        initializer = (
-            keras.initializers.Constant(1.0 / length) if self.kernel_initializer is None
-            else clone_initializer(self.kernel_initializer, "kernel")
-        )
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=(length, length),
-            initializer=initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
+        if self.rank is None:
+            self.kernel = self._add_kernel("kernel", (length, length), keras.initializers.Constant(1.0 / length))
+        else:
+            self.kernel_left = self._add_kernel(
+                "kernel_left", (length, self.rank), keras.initializers.RandomNormal(stddev=length**-0.5)
+            )
+            self.kernel_right = self._add_kernel("kernel_right", (length, self.rank), "zeros")
         self.tau = self.add_weight(
             name="tau",
             shape=(),
@@ -132,6 +151,25 @@ class TwoDAttention(keras.layers.Layer):
             constraint=UnitInterval(),
             trainable=self.trainable_tau,
         )
+
+    def _add_kernel(self, name, shape, default_initializer):
+        initializer = (
+            keras.initializers.get(default_initializer) if self.kernel_initializer is None
+            else clone_initializer(self.kernel_initializer, name)
+        )
+        return self.add_weight(
+            name=name,
+            shape=shape,
+            initializer=initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+
+    def _kernel(self):
+        """W, or its factors (U, V), in the compute dtype."""
+        if self.rank is None:
+            return ops.cast(self.kernel, self.compute_dtype)
+        return (ops.cast(self.kernel_left, self.compute_dtype), ops.cast(self.kernel_right, self.compute_dtype))
 
     @property
     def acts_per_step(self):
@@ -145,16 +183,14 @@ class TwoDAttention(keras.layers.Layer):
         inputs = ops.convert_to_tensor(inputs, dtype=self.compute_dtype)
         if not self.built:
             self.build(inputs.shape)
-        kernel = ops.cast(self.kernel, self.compute_dtype)
-        return two_d_attention_weights(inputs, kernel, self.axis, mask if self.axis == 1 else None)
+        return two_d_attention_weights(inputs, self._kernel(), self.axis, mask if self.axis == 1 else None)
 
     def call(self, inputs, mask=None):
         # Masked steps are taken as zeros (their outputs too): whatever they
         # hold never reaches an output or a gradient. Integers are values.
         inputs = zero_masked(ops.cast(inputs, self.compute_dtype), mask)
         tau = ops.cast(self.tau, self.compute_dtype)
-        kernel = ops.cast(self.kernel, self.compute_dtype)
-        return two_d_attention(inputs, kernel, tau, self.axis, mask if self.axis == 1 else None)
+        return two_d_attention(inputs, self._kernel(), tau, self.axis, mask if self.axis == 1 else None)
 
     def compute_mask(self, inputs, mask=None):
         return mask
@@ -167,6 +203,7 @@ class TwoDAttention(keras.layers.Layer):
             "axis": self.axis,
             "initial_tau": self.initial_tau,
             "trainable_tau": self.trainable_tau,
+            "rank": self.rank,
             "kernel_initializer": (
                 None if self.kernel_initializer is None
                 else keras.initializers.serialize(self.kernel_initializer)

@@ -1,7 +1,7 @@
 """The neural bag-of-features layers against NumPy float64 computations of
 their equations: quantizer memberships and histograms, 2-D attention, the
-recurrent cell; the quantizer at zero distance and for large inputs; the
-k-means codebook."""
+recurrent cell, local features; the quantizer at zero distance and for
+large inputs; the k-means codebook."""
 
 import keras
 import numpy as np
@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_relrec.layers import BoFQuantizer
+from keras_relrec.layers import LocalFeatures
 from keras_relrec.layers import RecurrentBoFCell
 from keras_relrec.layers import TwoDAttention
 
@@ -195,6 +196,78 @@ def test_two_d_attention_over_masked_steps():
     a = np.asarray(layer.attention_weights(s.astype("float32"), mask=mask))
     np.testing.assert_allclose(a.sum(axis=1), 1.0, atol=ATOL)
     assert np.all(a[~mask] == 0.0)
+
+
+@pytest.mark.parametrize("axis", [1, 2])
+def test_low_rank_two_d_attention(axis):
+    """rank=r: the same equations with W = 1/L + U Vᵀ formed in full here,
+    behind a mask over the steps."""
+    rng = np.random.default_rng(16)
+    s = rng.normal(size=(3, 6, 5))
+    mask = np.ones((3, 6), bool)
+    mask[0, 4:] = False
+    length = s.shape[axis]
+    layer = TwoDAttention(axis=axis, rank=2)
+    layer.build(s.shape)
+    left, right = rng.normal(size=(length, 2)), rng.normal(size=(length, 2))
+    layer.set_weights([left.astype("float32"), right.astype("float32"), np.float32(0.6)])
+    kernel = 1.0 / length + left @ right.T
+    expected = two_d_attention(s, kernel, 0.6, axis, mask if axis == 1 else None)
+    got = np.asarray(layer(s.astype("float32"), mask=mask))
+    np.testing.assert_allclose(got[mask], expected[mask], atol=ATOL)
+
+
+def test_low_rank_attention_starts_uniform_with_few_weights():
+    s = np.random.default_rng(17).normal(size=(2, 427, 3)).astype("float32")
+    layer = TwoDAttention(axis=1, rank=8)
+    a = np.asarray(layer.attention_weights(s))
+    assert layer.count_params() == 2 * 427 * 8 + 1
+    # W = 1/L + U·0 gives E = mean over the steps, the same at every step.
+    np.testing.assert_allclose(a, 1.0 / 427, rtol=1e-5)
+    with pytest.raises(ValueError, match=r"`rank` must be below the attended length 5.*rank=5"):
+        TwoDAttention(axis=1, rank=5)(s[:, :5])
+
+
+def local_features(x, mode, window, strides, kernel=None, bias=None, mask=None):
+    """y_j over the window ending at e = s·j + s − 1, zeros outside the
+    sequence and at masked steps; by explicit loops."""
+    x = np.where(mask[..., None], x, 0.0) if mask is not None else x
+    batch, steps, features = x.shape
+    outputs = []
+    for j in range(-(-steps // strides)):
+        end = strides * j + strides - 1
+        window_values = np.zeros((batch, window, features))
+        for k in range(window):
+            t = end - window + 1 + k
+            if 0 <= t < steps:
+                window_values[:, k] = x[:, t]
+        if mode == "window":
+            outputs.append(window_values.reshape(batch, -1))
+        else:
+            outputs.append(np.maximum(np.einsum("bkd,kdf->bf", window_values, kernel) + bias, 0.0))
+    return np.stack(outputs, axis=1)
+
+
+@pytest.mark.parametrize(("mode", "window", "strides"), [("window", 3, 1), ("window", 4, 3), ("conv", 5, 1),
+                                                         ("conv", 4, 2)])
+def test_local_features(mode, window, strides):
+    rng = np.random.default_rng(18)
+    x = rng.normal(size=(3, 11, 2))
+    mask = np.ones((3, 11), bool)
+    mask[0, 7:] = False
+    mask[1, 2] = False
+    layer = LocalFeatures(mode=mode, window_size=window, strides=strides)
+    layer.build(x.shape)
+    kernel = bias = None
+    if mode == "conv":
+        kernel, bias = rng.normal(size=(window, 2, 32)), rng.normal(size=32)
+        layer.set_weights([kernel.astype("float32"), bias.astype("float32")])
+    expected = local_features(x, mode, window, strides, kernel, bias, mask)
+    got = np.asarray(layer(x.astype("float32"), mask=mask))
+    np.testing.assert_allclose(got, expected, atol=ATOL)
+    # Output j is valid where a step of its block is.
+    blocks = np.pad(mask, ((0, 0), (0, -11 % strides))).reshape(3, -1, strides)
+    np.testing.assert_array_equal(np.asarray(layer.compute_mask(x, mask)), blocks.any(-1))
 
 
 def test_tau_stays_in_the_unit_interval():

@@ -1,0 +1,333 @@
+"""Benchmark the ready-made classifiers on UCR/UEA sets they were not tuned
+on, side by side with MiniRocket and 1-NN DTW.
+
+Every set ships inside the `aeon` wheel (nothing is downloaded) and is used
+with its official train/test split. Each builder is trained by
+`keras_relrec.models.train_classifier` with its recipe, unchanged across
+sets, for every seed:
+
+- NBoF: `nbof_classifier` (conv front-end, 32 codewords);
+- attention NBoF: the same with codeword and temporal attention (the
+  temporal W of rank 8);
+- recurrent NBoF: `recurrent_nbof_classifier`;
+- C(TABL): `tabl_network("C", "TABL")` with the conv front-end;
+- recurrent NBoF on the raw steps (`front_end=None`, every step kept), on
+  the univariate sets and the first seed: what the front-end does for
+  long series.
+
+In the same run: aeon's `MiniRocketClassifier` (one fit per seed) and
+`KNeighborsTimeSeriesClassifier(distance="dtw", n_neighbors=1)` (full
+window; deterministic, one fit), beside the 1-NN DTW accuracies the UCR and
+UEA archives publish. Series of unequal lengths are padded at the end: our
+models mask the padding, MiniRocket gets zeros (it takes one length only),
+1-NN DTW the series as they are.
+
+Results (accuracy on the test split, mean ± standard deviation over the
+seeds; training time) are written to the `bench_ucr` section of
+benchmarks/RESULTS.md, and a plot to benchmarks/figures/ucr_accuracy.png.
+
+Needs aeon (the `[tutorials]` or `[test]` extra). Full run (7 sets, 3
+seeds; about 40 minutes with 2 processes on 2 cores):
+    python benchmarks/bench_ucr.py
+Smoke test (one set, one seed, a few updates):
+    python benchmarks/bench_ucr.py --quick --output /tmp/ucr.md
+"""
+
+import argparse
+import concurrent.futures
+import contextlib
+import dataclasses
+import importlib.metadata
+import json
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+import results_file  # noqa: E402
+
+SECTION = "bench_ucr"
+UNIVARIATE = ("ItalyPowerDemand", "GunPoint", "ArrowHead", "OSULeaf", "PickupGestureWiimoteZ")
+MULTIVARIATE = ("BasicMotions", "JapaneseVowels")
+# 1-NN DTW accuracy (%) as the archives publish it: the UCR archive's
+# DataSummary ("DTW (w=100)", full window, 1 − error) and, for the UEA
+# multivariate sets, Bagnall et al. 2018 (DTW_D, dependent warping).
+PUBLISHED_DTW = {
+    "ItalyPowerDemand": 95.0, "GunPoint": 90.7, "ArrowHead": 70.3, "OSULeaf": 59.1,
+    "PickupGestureWiimoteZ": 66.0, "ACSF1": 64.0, "BasicMotions": 97.5, "JapaneseVowels": 94.9,
+}
+# Ours: the builder, its extra arguments, and whether it runs on
+# multivariate sets too.
+MODELS = {
+    "nbof": ("NBoF", "nbof_classifier", {}, True),
+    "attention_nbof": ("attention NBoF", "nbof_classifier", {"attention": ("codeword", "temporal")}, True),
+    "recurrent_nbof": ("recurrent NBoF", "recurrent_nbof_classifier", {}, True),
+    "tabl": ("C(TABL)", "tabl_network", {"config": "C", "front_end": "conv"}, True),
+    "recurrent_nbof_raw": ("recurrent NBoF, raw steps", "recurrent_nbof_classifier",
+                           {"front_end": None, "max_steps": None}, False),
+}
+BASELINES = {"minirocket": "MiniRocket", "dtw": "1-NN DTW"}
+# Padding that no real step holds (PickupGestureWiimoteZ has exact zeros).
+PAD = -1e4
+
+
+@dataclasses.dataclass
+class Data:
+    x_train: object
+    y_train: object
+    x_test: object
+    y_test: object
+    lengths_train: object
+    lengths_test: object
+
+    @property
+    def equal_length(self):
+        return len(set(self.lengths_train) | set(self.lengths_test)) == 1
+
+
+def load(name):
+    """Both splits, padded to the longer of the two."""
+    import numpy as np
+
+    from keras_relrec.datasets import load_ucr_uea
+
+    x_train, y_train, lengths_train = load_ucr_uea(name, "train", pad_value=PAD)
+    x_test, y_test, lengths_test = load_ucr_uea(name, "test", pad_value=PAD)
+    steps = max(x_train.shape[1], x_test.shape[1])
+
+    def pad(x):
+        return np.concatenate([x, np.full((len(x), steps - x.shape[1], x.shape[2]), PAD, np.float32)], axis=1)
+
+    return Data(pad(x_train), y_train, pad(x_test), y_test, lengths_train, lengths_test)
+
+
+def run_task(task):
+    """One fit and test: (set, model, seed, quick) → a result dict. Runs in
+    a worker process of its own (one TensorFlow thread)."""
+    name, model, seed, quick = task
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+    os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
+    results_file.use_tensorflow_backend()
+    import numpy as np
+
+    data = load(name)
+    started = time.perf_counter()
+    if model in BASELINES:
+        predictions = run_baseline(model, data, seed)
+    else:
+        predictions = run_ours(model, data, seed, quick)
+    seconds = time.perf_counter() - started
+    return {"set": name, "model": model, "seed": seed, "seconds": seconds,
+            "accuracy": float(np.mean(predictions == data.y_test))}
+
+
+def run_ours(model, data, seed, quick):
+    import keras
+
+    from keras_relrec import models
+
+    _, builder, kwargs, _ = MODELS[model]
+    builder = getattr(models, builder)
+    recipe = None
+    if quick:
+        recipe = dataclasses.replace(models.RECIPES[builder][1], gradient_steps=10, updates_per_epoch=5)
+    mask_value = None if data.equal_length else PAD
+    classifier, _ = models.train_classifier(builder, data.x_train, data.y_train, mask_value=mask_value,
+                                            seed=seed, recipe=recipe, **kwargs)
+    predictions = classifier.predict(data.x_test, batch_size=256, verbose=0).argmax(-1)
+    keras.backend.clear_session()
+    return predictions
+
+
+def run_baseline(model, data, seed):
+    import numpy as np
+
+    if model == "minirocket":
+        from aeon.classification.convolution_based import MiniRocketClassifier
+
+        # (examples, channels, steps), padding as zeros: one length only.
+        def series(x):
+            return np.where(x == PAD, 0.0, x).transpose(0, 2, 1)
+
+        classifier = MiniRocketClassifier(random_state=seed)
+        classifier.fit(series(data.x_train), data.y_train)
+        return classifier.predict(series(data.x_test))
+    from aeon.classification.distance_based import KNeighborsTimeSeriesClassifier
+
+    def series(x, lengths):
+        if data.equal_length:
+            return x.transpose(0, 2, 1).astype(np.float64)
+        return [s[:n].T.astype(np.float64) for s, n in zip(x, lengths)]
+
+    classifier = KNeighborsTimeSeriesClassifier(distance="dtw", n_neighbors=1)
+    classifier.fit(series(data.x_train, data.lengths_train), data.y_train)
+    return classifier.predict(series(data.x_test, data.lengths_test))
+
+
+def tasks_for(sets, models, seeds, quick):
+    tasks = []
+    for name in sets:
+        for model in models:
+            if model in MODELS and not MODELS[model][3] and name not in UNIVARIATE:
+                continue
+            # DTW is deterministic; the raw-steps variant (long recurrences)
+            # is a measure of the front-end's effect, on the first seed.
+            for seed in (seeds[:1] if model in ("dtw", "recurrent_nbof_raw") else seeds):
+                tasks.append((name, model, seed, quick))
+    return tasks
+
+
+def summarize(results, sets, models, seeds):
+    """{(set, model): (mean %, sd %, median seconds)}."""
+    table = {}
+    for name in sets:
+        for model in models:
+            rows = [r for r in results if r["set"] == name and r["model"] == model]
+            if rows:
+                accuracy = [100 * r["accuracy"] for r in rows]
+                table[name, model] = (statistics.mean(accuracy),
+                                      statistics.stdev(accuracy) if len(accuracy) > 1 else 0.0,
+                                      statistics.median(r["seconds"] for r in rows))
+    return table
+
+
+def describe(name):
+    data = load(name)
+    import numpy as np
+
+    majority = 100 * np.max(np.bincount(data.y_test)) / len(data.y_test)
+    steps = (f"{data.lengths_train.min()}–{max(data.lengths_train.max(), data.lengths_test.max())}"
+             if not data.equal_length else f"{data.x_train.shape[1]}")
+    return {"steps": steps, "channels": data.x_train.shape[2], "classes": int(data.y_train.max()) + 1,
+            "train": len(data.y_train), "test": len(data.y_test), "majority": majority}
+
+
+def label(model):
+    return MODELS[model][0] if model in MODELS else BASELINES[model]
+
+
+def report(results, sets, models, seeds, quick, wall):
+    table = summarize(results, sets, models, seeds)
+    info = {name: describe(name) for name in sets}
+    lines = results_file.section_header(
+        "Ready-made classifiers on UCR/UEA sets (bench_ucr.py)", quick,
+        {"aeon": importlib.metadata.version("aeon")})
+    lines += [
+        f"- Seeds: {', '.join(map(str, seeds))}; test accuracy %, mean ± standard deviation over the seeds "
+        "(1-NN DTW is deterministic: one fit). Two worker processes, one TensorFlow thread each; the whole run "
+        f"took {wall / 60:.0f} min.",
+        "- Ours: `train_classifier(builder, x, y, seed=…)`, the builder's recipe unchanged on every set "
+        "(`keras_relrec.models.RECIPES`). Published DTW: the archives' 1-NN DTW with a full window (UCR "
+        "DataSummary; UEA: Bagnall et al. 2018, DTW_D).",
+        "",
+    ]
+    header = ["set", "steps × channels", "classes", "train / test", "majority", "published DTW"]
+    header += [label(m) for m in models]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name in sets:
+        d = info[name]
+        cells = [name, f"{d['steps']} × {d['channels']}", str(d["classes"]), f"{d['train']} / {d['test']}",
+                 f"{d['majority']:.1f}", f"{PUBLISHED_DTW.get(name, float('nan')):.1f}"]
+        for model in models:
+            if (name, model) not in table:
+                cells.append("–")
+                continue
+            mean, sd, _ = table[name, model]
+            best = max(table[name, m][0] for m in models if (name, m) in table)
+            text = f"{mean:.1f} ± {sd:.1f}" if model != "dtw" else f"{mean:.1f}"
+            cells.append(f"**{text}**" if mean == best else text)
+        lines.append("| " + " | ".join(cells) + " |")
+    groups = [("univariate", [s for s in sets if s in UNIVARIATE]),
+              ("multivariate", [s for s in sets if s not in UNIVARIATE]), ("all", list(sets))]
+    for group, members in groups:
+        if not members:
+            continue
+        cells = [f"mean, {group}", "", "", "", "", ""]
+        for model in models:
+            values = [table[s, model][0] for s in members if (s, model) in table]
+            cells.append(f"{statistics.mean(values):.1f}" if len(values) == len(members) else "–")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Training time, median seconds per fit (prediction excluded; XLA compilation included):", ""]
+    lines += ["| set | " + " | ".join(label(m) for m in models) + " |", "|" + "---|" * (len(models) + 1)]
+    for name in sets:
+        cells = [f"{table[name, m][2]:.1f}" if (name, m) in table else "–" for m in models]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines, table, info
+
+
+def plot(table, sets, models, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    width = 0.8 / len(models)
+    figure, axes = plt.subplots(figsize=(12, 4.5))
+    for k, model in enumerate(models):
+        means = [table.get((s, model), (np.nan, 0, 0))[0] for s in sets]
+        sds = [table.get((s, model), (0, 0, 0))[1] for s in sets]
+        axes.bar(np.arange(len(sets)) + (k - (len(models) - 1) / 2) * width, means, width, yerr=sds,
+                 label=label(model), capsize=2)
+    axes.scatter(np.arange(len(sets)), [PUBLISHED_DTW.get(s, np.nan) for s in sets], marker="_", s=600,
+                 color="black", zorder=3, label="published 1-NN DTW")
+    axes.set_xticks(np.arange(len(sets)), sets, rotation=15)
+    axes.set_ylabel("test accuracy (%)")
+    axes.set_ylim(0, 105)
+    axes.legend(ncol=4, fontsize=8, loc="lower left")
+    axes.set_title("keras_relrec builders with their recipes vs MiniRocket and 1-NN DTW (3 seeds)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    results_file.add_common_arguments(parser, "one set, one seed, a few updates")
+    parser.add_argument("--sets", nargs="*", default=list(UNIVARIATE + MULTIVARIATE))
+    parser.add_argument("--models", nargs="*", default=list(BASELINES) + list(MODELS))
+    parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes (1: in this process)")
+    parser.add_argument("--results-json", default=None,
+                        help="also keep every fit's result here (and reuse those already there)")
+    parser.add_argument("--plot", default=os.path.join(_HERE, "figures", "ucr_accuracy.png"))
+    args = parser.parse_args()
+    if args.quick:
+        args.sets, args.seeds, args.jobs = ["ItalyPowerDemand"], [0], 1
+    done = []
+    if args.results_json and os.path.exists(args.results_json):
+        with open(args.results_json) as f:
+            done = json.load(f)
+    have = {(r["set"], r["model"], r["seed"]) for r in done}
+    tasks = [t for t in tasks_for(args.sets, args.models, args.seeds, args.quick) if t[:3] not in have]
+    started = time.perf_counter()
+    results = list(done)
+    with contextlib.ExitStack() as stack:
+        run = map
+        if args.jobs > 1:
+            context = multiprocessing.get_context("spawn")
+            run = stack.enter_context(concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context)).map
+        for result in run(run_task, tasks):
+            results.append(result)
+            print(json.dumps(result), flush=True)
+            if args.results_json:
+                with open(args.results_json, "w") as f:
+                    json.dump(results, f)
+    wall = time.perf_counter() - started
+    results_file.use_tensorflow_backend()
+    lines, table, _ = report(results, args.sets, args.models, args.seeds, args.quick, wall)
+    if not args.quick:
+        os.makedirs(os.path.dirname(args.plot), exist_ok=True)
+        plot(table, args.sets, args.models, args.plot)
+        lines += ["", f"![accuracy per set]({os.path.relpath(args.plot, os.path.dirname(args.output))})"]
+    text = results_file.write_section(args.output, SECTION, "\n".join(lines) + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

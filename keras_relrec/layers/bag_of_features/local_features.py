@@ -1,0 +1,205 @@
+"""Local features of a sequence for bag-of-features models: sub-sequence
+windows or a learned causal convolution."""
+
+import keras
+from keras import ops
+
+from keras_relrec.ops import zero_masked
+from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import clone_initializer
+from keras_relrec.utils.registration import register_layer
+
+MODES = ("conv", "window")
+
+
+@register_layer
+class LocalFeatures(keras.layers.Layer):
+    """The local structure around every step of a sequence, as one vector:
+    what a bag-of-features quantizer should see instead of raw samples.
+
+    A quantizer that sees one value per step (a univariate series) can only
+    histogram amplitudes; the order of the values, the shape of the series,
+    is lost. The neural bag-of-features work on time series therefore
+    quantizes vectors of local structure: sub-sequences cut by a sliding
+    window (Passalis, Tefas, Kanniainen, Gabbouj and Iosifidis, "Temporal
+    bag-of-features learning for predicting mid price movements using high
+    frequency limit order book data", IEEE TETCI 2020, and the NBoF for
+    time series of Passalis et al., EUSIPCO 2017), or features learned by a
+    convolution. For a sequence x_0 … x_{T−1} of D features, a window of w
+    steps and a stride s ≤ w, output j (j = 0 … ⌈T / s⌉ − 1) ends at step
+    e = s·j + s − 1:
+
+    ```
+    mode="window":  y_j = [x_{e−w+1}, …, x_{e−1}, x_e]       ∈ R^{w·D}
+    mode="conv":    y_j = σ(Σ_{k=0}^{w−1} W_k x_{e−k} + b)    ∈ R^{filters}
+    ```
+
+    with x_t = 0 outside the sequence, W_k ∈ R^{filters×D}. With s = 1 the
+    windows are causal (no output sees a later step) and there is one
+    output per step; a stride s > 1 shortens a long series s times, output
+    j summing up the s steps of block j and the w − s before them (s ≤ w,
+    so that every step is seen). A masked step is taken as zeros wherever
+    it falls in a window; output j is valid where any step of its block is.
+
+    Args:
+        mode: `"conv"` (default), a learned convolution, or `"window"`,
+            the raw sub-sequences (no weights).
+        window_size: w, the steps in each window. Default 8.
+        filters: The output width of `"conv"` (default 32); must be left
+            `None` with `"window"`, whose width is w·D.
+        strides: s, a positive int at most `window_size`. Default 1.
+        activation: σ of `"conv"`; default `"relu"`.
+        use_bias: Whether `"conv"` adds b. Default True.
+        kernel_initializer, bias_initializer, kernel_regularizer,
+            bias_regularizer, kernel_constraint, bias_constraint: Of W
+            and b.
+        **kwargs: Base `Layer` arguments.
+
+    Call arguments:
+        inputs: (batch, steps, D).
+        mask: Optional boolean (batch, steps).
+
+    Returns:
+        (batch, ⌈steps / s⌉, filters) or (batch, ⌈steps / s⌉, w·D), with
+        the mask of each output's last step.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_relrec.layers import LocalFeatures
+    >>> x = np.arange(6, dtype="float32").reshape(1, 6, 1)
+    >>> windows = LocalFeatures(mode="window", window_size=3, strides=2)
+    >>> np.asarray(windows(x))[0].tolist()
+    [[0.0, 0.0, 1.0], [1.0, 2.0, 3.0], [3.0, 4.0, 5.0]]
+    """
+
+    def __init__(
+        self,
+        mode="conv",
+        window_size=8,
+        filters=None,
+        strides=1,
+        activation="relu",
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.mode = validation.check_choice("mode", mode, MODES)
+        self.window_size = validation.check_positive_int("window_size", window_size)
+        if self.mode == "window" and filters is not None:
+            raise ValueError(
+                "Argument `filters` must be None with mode='window' (the output is the "
+                f"window_size × features values of each window); received filters={filters!r}."
+            )
+        self.filters = None if self.mode == "window" else validation.check_positive_int(
+            "filters", 32 if filters is None else filters)
+        self.strides = validation.check_positive_int("strides", strides)
+        if self.strides > self.window_size:
+            raise ValueError(
+                "Argument `strides` must be at most `window_size`, or steps between the windows would be "
+                f"dropped; received strides={strides!r} with window_size={window_size!r}."
+            )
+        self.activation = keras.activations.get(activation)
+        self.use_bias = validation.check_bool("use_bias", use_bias)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        self.bias_constraint = keras.constraints.get(bias_constraint)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        self.input_spec = validation.sequence_input_spec(self, input_shape)
+        features = input_shape[-1]
+        if self.mode == "window":
+            # The windows are a convolution with a fixed one-hot kernel:
+            # output feature k·D + d is x_{t−w+1+k}, feature d.
+            self._selector = ops.reshape(
+                ops.eye(self.window_size * features),
+                (self.window_size, features, self.window_size * features),
+            )
+            return
+        self.kernel = self.add_weight(
+            name="kernel",
+            shape=(self.window_size, features, self.filters),
+            initializer=clone_initializer(self.kernel_initializer, "kernel"),
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                name="bias",
+                shape=(self.filters,),
+                initializer=clone_initializer(self.bias_initializer, "bias"),
+                regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
+            )
+
+    def call(self, inputs, mask=None):
+        # Masked steps are zeros inside every window: whatever they hold
+        # never reaches an output or a gradient.
+        inputs = zero_masked(ops.cast(inputs, self.compute_dtype), mask)
+        # Zeros around the sequence: window j covers steps s·j − (w − s)
+        # to s·j + s − 1, so the last window ends at or after the last step.
+        # One step more on the right keeps an empty sequence convolvable;
+        # the extra window is cut off.
+        padded = ops.pad(inputs, ((0, 0), (self.window_size - self.strides, self.strides), (0, 0)))
+        if self.mode == "window":
+            kernel = ops.cast(self._selector, self.compute_dtype)
+        else:
+            kernel = ops.cast(self.kernel, self.compute_dtype)
+        outputs = ops.conv(padded, kernel, strides=self.strides, padding="valid")
+        batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        count = (steps + self.strides - 1) // self.strides
+        # The reshape restores the width, which TensorFlow's convolution of
+        # an empty batch does not give.
+        outputs = ops.reshape(outputs[:, :count], (batch, count, kernel.shape[-1]))
+        if self.mode == "window":
+            return outputs
+        if self.bias is not None:
+            outputs = outputs + ops.cast(self.bias, self.compute_dtype)
+        return self.activation(outputs)
+
+    def compute_mask(self, inputs, mask=None):
+        if mask is None or self.strides == 1:
+            return mask
+        # Output j is valid where any of the s steps of its block is.
+        steps = ops.shape(mask)[1]
+        outputs = (steps + self.strides - 1) // self.strides
+        mask = ops.pad(ops.cast(mask, "bool"), ((0, 0), (0, self.strides - 1)), constant_values=False)
+        valid = mask[:, 0 :: self.strides][:, :outputs]
+        for offset in range(1, self.strides):
+            valid = ops.logical_or(valid, mask[:, offset :: self.strides][:, :outputs])
+        return valid
+
+    def compute_output_shape(self, input_shape):
+        steps = input_shape[1]
+        if steps is not None:
+            steps = -(-steps // self.strides)
+        width = self.window_size * input_shape[-1] if self.mode == "window" else self.filters
+        return (input_shape[0], steps, width)
+
+    def get_config(self):
+        config = {
+            "mode": self.mode,
+            "window_size": self.window_size,
+            "filters": self.filters,
+            "strides": self.strides,
+            "activation": keras.activations.serialize(self.activation),
+            "use_bias": self.use_bias,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+            "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+            "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+            "bias_constraint": keras.constraints.serialize(self.bias_constraint),
+        }
+        return {**super().get_config(), **config}

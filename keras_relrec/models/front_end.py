@@ -1,0 +1,65 @@
+"""The local-feature front-end that the sequence classifiers put before
+their first layer of the family (see `LocalFeatures`)."""
+
+import math
+
+import keras
+
+from keras_relrec.layers import LocalFeatures
+from keras_relrec.utils import validation
+
+FRONT_ENDS = ("conv", "window")
+
+
+def front_end_strides(steps, max_steps):
+    """s = ⌈steps / max_steps⌉: the stride that leaves at most `max_steps`
+    steps; 1 for sequences of unknown length."""
+    if steps is None or max_steps is None:
+        return 1
+    return max(1, math.ceil(steps / max_steps))
+
+
+def local_front_end(sequence, front_end="conv", filters=32, window_size=8, max_steps=128, name="front_end"):
+    """Local features of every step, for a layer that should see the shape
+    of a series rather than its samples one by one.
+
+    ```
+    "conv":    LocalFeatures(conv, w, stride s) → BatchNorm → ReLU
+               → LocalFeatures(conv, ⌈w/2⌉)   → BatchNorm → ReLU    (filters wide)
+    "window":  LocalFeatures(window, w, stride s)                    (w·D wide)
+    None:      the sequence as it is
+    ```
+
+    s = ⌈steps / max_steps⌉ (1 for an unknown length): a long series is
+    shortened to at most `max_steps` steps, each summing up its block of s
+    steps and the w before it (w is raised to s if smaller). Masks pass
+    through (an output is valid where a step of its block is).
+
+    Args:
+        sequence: A (batch, steps, features) Keras tensor, with its mask.
+        front_end: `"conv"` (default), `"window"` or None.
+        filters: Width of the convolutions.
+        window_size: w of the first `LocalFeatures`.
+        max_steps: At most this many steps come out; None keeps them all.
+        name: Prefix of the layers' names.
+
+    Returns:
+        The front-end's output, a (batch, steps', width) Keras tensor.
+    """
+    if front_end is None:
+        return sequence
+    validation.check_choice("front_end", front_end, FRONT_ENDS)
+    validation.check_positive_int("window_size", window_size)
+    if max_steps is not None:
+        validation.check_positive_int("max_steps", max_steps)
+    strides = front_end_strides(sequence.shape[1], max_steps)
+    window_size = max(window_size, strides)
+    if front_end == "window":
+        return LocalFeatures("window", window_size, strides=strides, name=name)(sequence)
+    validation.check_positive_int("filters", filters)
+    h = sequence
+    for k, (window, stride) in enumerate(((window_size, strides), (-(-window_size // 2), 1)), start=1):
+        h = LocalFeatures("conv", window, filters, strides=stride, activation=None, name=f"{name}_{k}")(h)
+        h = keras.layers.BatchNormalization(name=f"{name}_norm_{k}")(h)
+        h = keras.layers.Activation("relu", name=f"{name}_relu_{k}")(h)
+    return h

@@ -1,0 +1,166 @@
+"""One training recipe per classifier builder, the same on every data set."""
+
+import dataclasses
+import math
+
+import keras
+import numpy as np
+
+from keras_relrec.models.nbof_classifiers import nbof_classifier
+from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier
+from keras_relrec.models.tabl_networks import class_weights
+from keras_relrec.models.tabl_networks import tabl_network
+from keras_relrec.utils import validation
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """How a classifier is trained, whatever the data set.
+
+    Training runs about `gradient_steps` updates of `batch_size` examples,
+    in epochs of at least `updates_per_epoch` updates (a small training
+    set is repeated within an epoch, so that checks stay infrequent). A
+    stratified `validation_split` of the training examples is held out;
+    from half-way on, the weights with the lowest validation loss are kept
+    and training stops when it has not improved for `patience` epochs.
+    The learning rate follows a cosine decay to zero over the planned
+    updates, and the loss weighs each class by N / (K · N_class).
+
+    Attributes:
+        learning_rate: AdamW's initial rate.
+        weight_decay: AdamW's decoupled weight decay.
+        batch_size: Examples per update (fewer if the training part is
+            smaller).
+        gradient_steps: Updates planned.
+        updates_per_epoch: At least this many updates per epoch.
+        patience: Epochs without a better validation loss before stopping.
+        validation_split: Share of the training examples held out.
+    """
+
+    learning_rate: float = 3e-3
+    weight_decay: float = 1e-4
+    batch_size: int = 16
+    gradient_steps: int = 1500
+    updates_per_epoch: int = 25
+    patience: int = 15
+    validation_split: float = 0.2
+
+    def plan(self, examples):
+        """(repeats, batch size, epochs) for `examples` training examples:
+        each epoch passes over the data `repeats` times."""
+        batch_size = min(self.batch_size, examples)
+        repeats = math.ceil(self.updates_per_epoch * batch_size / examples)
+        per_epoch = math.ceil(repeats * examples / batch_size)
+        return repeats, batch_size, max(1, round(self.gradient_steps / per_epoch))
+
+
+def _nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
+    return nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32), mask_value=mask_value,
+                           normalization=normalization, codebook_data=x, seed=seed, **kwargs)
+
+
+def _recurrent_nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
+    return recurrent_nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32),
+                                     mask_value=mask_value, normalization=normalization, codebook_data=x,
+                                     seed=seed, **kwargs)
+
+
+def _tabl(x, num_classes, mask_value, normalization, seed, **kwargs):
+    # The bilinear layers take no mask: padding enters as values.
+    return tabl_network(input_shape=x.shape[1:], num_classes=num_classes, normalization=normalization, **kwargs)
+
+
+# Each builder, how the trainer calls it, and its recipe.
+RECIPES = {
+    nbof_classifier: (_nbof, Recipe()),
+    recurrent_nbof_classifier: (_recurrent_nbof, Recipe()),
+    tabl_network: (_tabl, Recipe()),
+}
+
+
+def normalization_statistics(x, mask_value=None):
+    """(mean, variance) per feature over the valid steps of `x` (steps whose
+    features all equal `mask_value` are padding), for a builder's
+    `normalization`."""
+    x = np.asarray(x, np.float64)
+    steps = x.reshape(-1, x.shape[-1])
+    if mask_value is not None:
+        steps = steps[~np.all(steps == mask_value, axis=-1)]
+    return steps.mean(axis=0), np.maximum(steps.var(axis=0), 1e-12)
+
+
+def stratified_split(y, share, seed):
+    """Indices (fit, held_out): `share` of each class held out, at least one
+    example of every class that has two or more."""
+    rng = np.random.default_rng(seed)
+    held = []
+    for label in np.unique(y):
+        members = rng.permutation(np.flatnonzero(y == label))
+        if len(members) > 1:
+            held.extend(members[: max(1, round(share * len(members)))])
+    held = np.sort(np.array(held, int))
+    return np.setdiff1d(np.arange(len(y)), held), held
+
+
+def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, recipe=None, jit_compile=True,
+                     verbose=0, **kwargs):
+    """Builds a classifier with `builder` and trains it with the builder's
+    recipe (`RECIPES`), used unchanged on any data set.
+
+    The statistics of `Normalization` and the k-means codebook come from
+    the part of the training data that is fitted; the held-out part stops
+    training (see `Recipe`).
+
+    Args:
+        builder: `nbof_classifier`, `recurrent_nbof_classifier` or
+            `tabl_network`.
+        x: Training sequences (examples, steps, features), padded with
+            `mask_value` where lengths differ.
+        y: Integer labels 0..K−1.
+        num_classes: K; default `max(y) + 1`.
+        mask_value: The padding value, or None for sequences of one length.
+        seed: Seed of the split, the weights, k-means and dropout.
+        recipe: A `Recipe` to use instead of the builder's.
+        jit_compile: Whether training is compiled by XLA (default True: on
+            CPU, Keras' "auto" leaves it off, and these small models train
+            several times faster with it).
+        verbose: Passed to `fit`.
+        **kwargs: More builder arguments (e.g. `attention`).
+
+    Returns:
+        `(model, history)`: the compiled model with the weights of its best
+        epoch, and the `fit` history.
+    """
+    if builder not in RECIPES:
+        names = ", ".join(b.__name__ for b in RECIPES)
+        raise ValueError(f"Argument `builder` must be one of {names}; received builder={builder!r}.")
+    x, y = np.asarray(x, np.float32), np.asarray(y, np.int32)
+    if x.ndim != 3 or len(y) != len(x):
+        raise ValueError(
+            "Arguments `x` and `y` must be sequences (examples, steps, features) and one label each; received "
+            f"x of shape {x.shape} and y of shape {y.shape}."
+        )
+    num_classes = int(y.max()) + 1 if num_classes is None else validation.check_positive_int(
+        "num_classes", num_classes)
+    make, default = RECIPES[builder]
+    recipe = recipe or default
+    keras.utils.set_random_seed(seed)
+    fit, held = stratified_split(y, recipe.validation_split, seed)
+    model = make(x[fit], num_classes, mask_value, normalization_statistics(x[fit], mask_value), seed, **kwargs)
+    repeats, batch_size, epochs = recipe.plan(len(fit))
+    x_fit, y_fit = np.tile(x[fit], (repeats, 1, 1)), np.tile(y[fit], repeats)
+    schedule = keras.optimizers.schedules.CosineDecay(
+        recipe.learning_rate, epochs * math.ceil(len(y_fit) / batch_size))
+    model.compile(
+        optimizer=keras.optimizers.AdamW(schedule, weight_decay=recipe.weight_decay),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        jit_compile=jit_compile,
+    )
+    stop = keras.callbacks.EarlyStopping(patience=recipe.patience, start_from_epoch=epochs // 2,
+                                         restore_best_weights=True)
+    history = model.fit(
+        x_fit, y_fit, validation_data=(x[held], y[held]), epochs=epochs, batch_size=batch_size,
+        class_weight=class_weights(y[fit]), callbacks=[stop], verbose=verbose,
+    )
+    return model, history

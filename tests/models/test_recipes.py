@@ -1,0 +1,110 @@
+"""Local-feature front-ends and training recipes of the ready-made
+classifiers."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_relrec.models import Recipe
+from keras_relrec.models import local_front_end
+from keras_relrec.models import nbof_classifier
+from keras_relrec.models import normalization_statistics
+from keras_relrec.models import recurrent_nbof_classifier
+from keras_relrec.models import tabl_network
+from keras_relrec.models import train_classifier
+from keras_relrec.models.recipes import stratified_split
+
+
+def ramps(count, steps=24, seed=0):
+    """Rising (class 1) or falling (class 0) ramps with noise: the same
+    values in the two classes, in the opposite order."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, count)
+    ramp = np.linspace(-1.0, 1.0, steps)
+    x = np.where(y[:, None] == 1, ramp, ramp[::-1]) + 0.1 * rng.normal(size=(count, steps))
+    return x[..., None].astype("float32"), y.astype("int32")
+
+
+def test_raw_steps_cannot_tell_a_series_from_its_reverse():
+    """The defect the front-end fixes: quantizing one value per step, the
+    histogram is the same for a series and its reverse, whatever the
+    weights; local features tell them apart."""
+    x, _ = ramps(8)
+    raw = nbof_classifier((24, 1), 2, 8, front_end=None, mask_value=None, codebook_data=x, seed=0)
+    np.testing.assert_allclose(raw(x), raw(x[:, ::-1]), atol=1e-6)
+    local = nbof_classifier((24, 1), 2, 8, mask_value=None, codebook_data=x, seed=0)
+    assert np.abs(np.asarray(local(x)) - np.asarray(local(x[:, ::-1]))).max() > 1e-3
+
+
+@pytest.mark.parametrize("builder", [nbof_classifier, tabl_network])
+def test_the_recipe_learns_what_the_shape_says(builder):
+    x, y = ramps(48)
+    x_test, y_test = ramps(64, seed=1)
+    kwargs = {"front_end": "conv"} if builder is tabl_network else {}
+    model, history = train_classifier(builder, x, y, seed=0, recipe=Recipe(gradient_steps=120), **kwargs)
+    assert len(history.history["val_loss"]) >= 1
+    accuracy = np.mean(model.predict(x_test, verbose=0).argmax(-1) == y_test)
+    assert accuracy >= 0.9, accuracy
+
+
+def test_recipe_plan_follows_the_data_size():
+    recipe = Recipe(batch_size=16, gradient_steps=1500, updates_per_epoch=25)
+    # 29 examples: 14 passes (406 examples, 26 updates) per epoch, 58 epochs.
+    assert recipe.plan(29) == (14, 16, 58)
+    # 1,000 examples: one pass (63 updates) per epoch, 24 epochs.
+    assert recipe.plan(1000) == (1, 16, 24)
+    # Fewer examples than a batch: the batch is the data.
+    assert recipe.plan(5) == (25, 5, 60)
+
+
+def test_stratified_split_holds_out_every_class():
+    y = np.array([0] * 10 + [1] * 5 + [2] * 2 + [3])
+    fit, held = stratified_split(y, 0.2, seed=0)
+    assert sorted(np.concatenate([fit, held]).tolist()) == list(range(len(y)))
+    assert np.bincount(y[held], minlength=4).tolist() == [2, 1, 1, 0]
+
+
+def test_normalization_statistics_skip_the_padding():
+    x = np.array([[[1.0, 2.0], [3.0, 6.0], [9.0, 9.0]], [[5.0, 10.0], [9.0, 9.0], [9.0, 9.0]]])
+    mean, variance = normalization_statistics(x, mask_value=9.0)
+    np.testing.assert_allclose(mean, [3.0, 6.0])
+    np.testing.assert_allclose(variance, [8.0 / 3.0, 32.0 / 3.0])
+
+
+def test_train_classifier_refuses_what_it_cannot_train():
+    x, y = ramps(8)
+    with pytest.raises(ValueError, match="`builder` must be one of nbof_classifier"):
+        train_classifier(keras.Sequential, x, y)
+    with pytest.raises(ValueError, match=r"x of shape \(8, 24\)"):
+        train_classifier(nbof_classifier, x[..., 0], y)
+
+
+def test_front_end_stride_keeps_long_series_short():
+    inputs = keras.Input((427, 1))
+    h = local_front_end(inputs)
+    # ⌈427 / 128⌉ = 4: 107 steps of 32 features.
+    assert tuple(h.shape) == (None, 107, 32)
+    assert tuple(local_front_end(inputs, "window", max_steps=None).shape) == (None, 427, 8)
+    assert local_front_end(inputs, None) is inputs
+    with pytest.raises(ValueError, match="front_end='fourier'"):
+        local_front_end(inputs, "fourier")
+    with pytest.raises(ValueError, match="data_format='channels_first'"):
+        tabl_network(input_shape=(1, 50), data_format="channels_first", front_end="conv")
+
+
+def test_codebook_from_the_strided_front_end_skips_padded_blocks():
+    """k-means runs on the front-end's outputs of the valid blocks only."""
+    from sklearn.cluster import KMeans
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(6, 40, 2)).astype("float32")
+    lengths = np.array([40, 33, 20, 9, 40, 17])
+    for k, n in enumerate(lengths):
+        x[k, n:] = 0.0
+    model = recurrent_nbof_classifier((40, 2), 3, 4, max_steps=10, codebook_data=x, seed=5)
+    seen = keras.Model(model.input, model.get_layer("front_end_relu_2").output).predict(x, verbose=0)
+    # Stride 4: block j is valid when its first step is.
+    valid = np.arange(10)[None, :] * 4 < lengths[:, None]
+    expected = KMeans(4, n_init=4, random_state=5).fit(seen[valid].astype("float64")).cluster_centers_
+    codebook = model.get_layer("recurrent_quantizer").cell.codebook.numpy()
+    np.testing.assert_allclose(codebook, expected, atol=1e-4)
