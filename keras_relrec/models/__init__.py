@@ -2,6 +2,7 @@
 
 from keras_relrec.models.drrt_classifier import drrt_classifier
 from keras_relrec.models.front_end import local_front_end
+from keras_relrec.models.front_end import sequence_inputs
 from keras_relrec.models.nbof_classifiers import fit_codebook
 from keras_relrec.models.nbof_classifiers import nbof_classifier
 from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier

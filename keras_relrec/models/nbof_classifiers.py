@@ -8,6 +8,7 @@ from keras_relrec.layers import LocalFeatures
 from keras_relrec.layers import RecurrentBoFCell
 from keras_relrec.layers import TwoDAttention
 from keras_relrec.models.front_end import local_front_end
+from keras_relrec.models.front_end import sequence_inputs
 from keras_relrec.utils import validation
 
 ATTENTIONS = ("input", "codeword", "temporal")
@@ -23,8 +24,8 @@ def nbof_classifier(
     normalization=None,
     front_end="conv",
     front_end_filters=32,
-    window_size=8,
-    max_steps=128,
+    window_size=16,
+    max_steps=32,
     temporal_rank=8,
     hidden_units=64,
     dropout=0.2,
@@ -75,7 +76,7 @@ def nbof_classifier(
             sub-sequences) or None (the raw steps); see `local_front_end`.
         front_end_filters, window_size: Width and window of the front-end.
         max_steps: The front-end's stride shortens longer series to at most
-            this many steps (default 128); None keeps every step.
+            this many steps (default 32); None keeps every step.
         temporal_rank: Rank r of the temporal attention's W = 1/L + U Vᵀ
             (2·L·r weights, default 8); None for the paper's full L × L W,
             whose weights grow with the square of the steps L.
@@ -99,7 +100,7 @@ def nbof_classifier(
             f"attention={attention!r}."
         )
     _check_head(num_classes, hidden_units, dropout)
-    inputs, h = _inputs(input_shape, mask_value, normalization)
+    inputs, h = sequence_inputs(input_shape, mask_value, normalization)
     if "input" in attention:
         h = TwoDAttention(axis=2, name="input_attention")(h)
     h = local_front_end(h, front_end, front_end_filters, window_size, max_steps)
@@ -124,8 +125,8 @@ def recurrent_nbof_classifier(
     normalization=None,
     front_end="conv",
     front_end_filters=32,
-    window_size=8,
-    max_steps=128,
+    window_size=16,
+    max_steps=32,
     hidden_units=64,
     dropout=0.2,
     codebook_data=None,
@@ -142,7 +143,7 @@ def recurrent_nbof_classifier(
 
     Input: as `nbof_classifier`, whose reasons for the default front-end
     hold here too. On long series the front-end's stride also shortens
-    the recurrence (at most `max_steps` steps, 128 by default), which is
+    the recurrence (at most `max_steps` steps, 32 by default), which is
     what keeps it trainable (`benchmarks/bench_ucr.py` measures it against
     the raw steps).
 
@@ -151,7 +152,7 @@ def recurrent_nbof_classifier(
     `recurrent_quantizer`.
     """
     _check_head(num_classes, hidden_units, dropout)
-    inputs, h = _inputs(input_shape, mask_value, normalization)
+    inputs, h = sequence_inputs(input_shape, mask_value, normalization)
     h = local_front_end(h, front_end, front_end_filters, window_size, max_steps)
     states = keras.layers.RNN(RecurrentBoFCell(num_codewords), return_sequences=True,
                               name="recurrent_quantizer")(h)
@@ -167,15 +168,6 @@ def _check_head(num_classes, hidden_units, dropout):
     validation.check_positive_int("num_classes", num_classes)
     validation.check_positive_int("hidden_units", hidden_units)
     validation.check_rate("dropout", dropout)
-
-
-def _inputs(input_shape, mask_value, normalization):
-    inputs = keras.Input(input_shape, name="sequence")
-    h = inputs if mask_value is None else keras.layers.Masking(mask_value)(inputs)
-    if normalization is not None:
-        mean, variance = normalization
-        h = keras.layers.Normalization(mean=mean, variance=variance, name="normalization")(h)
-    return inputs, h
 
 
 def fit_codebook(model, data, seed=None):

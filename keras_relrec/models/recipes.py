@@ -6,6 +6,8 @@ import math
 import keras
 import numpy as np
 
+from keras_relrec.models.front_end import MAX_STEPS
+from keras_relrec.models.front_end import front_end_strides
 from keras_relrec.models.nbof_classifiers import nbof_classifier
 from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier
 from keras_relrec.models.tabl_networks import class_weights
@@ -23,8 +25,12 @@ class Recipe:
     stratified `validation_split` of the training examples is held out;
     from half-way on, the weights with the lowest validation loss are kept
     and training stops when it has not improved for `patience` epochs.
-    The learning rate follows a cosine decay to zero over the planned
-    updates, and the loss weighs each class by N / (K · N_class).
+    Where a class has fewer than `validation_min_per_class` training
+    examples, nothing is held out: a split would keep one example of such a
+    class, too few to choose an epoch by and a fifth of its data lost, so
+    the model trains on everything for the planned updates and keeps its
+    last weights. The learning rate follows a cosine decay to zero over the
+    planned updates, and the loss weighs each class by N / (K · N_class).
 
     Attributes:
         learning_rate: AdamW's initial rate.
@@ -34,7 +40,10 @@ class Recipe:
         gradient_steps: Updates planned.
         updates_per_epoch: At least this many updates per epoch.
         patience: Epochs without a better validation loss before stopping.
-        validation_split: Share of the training examples held out.
+        validation_split: Share of the training examples held out; 0 for
+            none.
+        validation_min_per_class: Hold out only when every class has at
+            least this many training examples.
     """
 
     learning_rate: float = 3e-3
@@ -44,6 +53,7 @@ class Recipe:
     updates_per_epoch: int = 25
     patience: int = 15
     validation_split: float = 0.2
+    validation_min_per_class: int = 10
 
     def plan(self, examples):
         """(repeats, batch size, epochs) for `examples` training examples:
@@ -54,20 +64,38 @@ class Recipe:
         return repeats, batch_size, max(1, round(self.gradient_steps / per_epoch))
 
 
+def front_end_max_steps(x, mask_value=None, max_steps=MAX_STEPS):
+    """The front-end's `max_steps` for padded sequences `x`: the stride that
+    leaves the median series at most `max_steps` steps, applied to the
+    padded length. The builders' own rule (stride from the padded length)
+    would shorten every series as much as the longest one."""
+    if mask_value is None:
+        return max_steps
+    lengths = np.sum(~np.all(np.asarray(x) == mask_value, axis=-1), axis=1)
+    strides = front_end_strides(max(1, int(np.median(lengths))), max_steps)
+    return -(-x.shape[1] // strides)
+
+
+def _front_end(x, mask_value, kwargs):
+    """The front-end's arguments, `max_steps` from the median length."""
+    return {"max_steps": front_end_max_steps(x, mask_value), **kwargs}
+
+
 def _nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
     return nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32), mask_value=mask_value,
-                           normalization=normalization, codebook_data=x, seed=seed, **kwargs)
+                           normalization=normalization, codebook_data=x, seed=seed,
+                           **_front_end(x, mask_value, kwargs))
 
 
 def _recurrent_nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
     return recurrent_nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32),
                                      mask_value=mask_value, normalization=normalization, codebook_data=x,
-                                     seed=seed, **kwargs)
+                                     seed=seed, **_front_end(x, mask_value, kwargs))
 
 
 def _tabl(x, num_classes, mask_value, normalization, seed, **kwargs):
-    # The bilinear layers take no mask: padding enters as values.
-    return tabl_network(input_shape=x.shape[1:], num_classes=num_classes, normalization=normalization, **kwargs)
+    return tabl_network(input_shape=x.shape[1:], num_classes=num_classes, mask_value=mask_value,
+                        normalization=normalization, **_front_end(x, mask_value, kwargs))
 
 
 # Each builder, how the trainer calls it, and its recipe.
@@ -109,11 +137,17 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
 
     The statistics of `Normalization` and the k-means codebook come from
     the part of the training data that is fitted; the held-out part stops
-    training (see `Recipe`).
+    training (see `Recipe`). For sequences of different lengths the
+    builders' front-end strides by the median length, not the padded one
+    (`front_end_max_steps`), unless `max_steps` is given.
 
     Args:
         builder: `nbof_classifier`, `recurrent_nbof_classifier` or
-            `tabl_network`.
+            `tabl_network`; or a function of your own,
+            `make(x, num_classes, mask_value, normalization, seed, **kwargs)`
+            → an uncompiled model that outputs logits (`x`: the fitted
+            training sequences, `normalization`: their `(mean, variance)`
+            per feature), trained with `Recipe()` unless `recipe` is given.
         x: Training sequences (examples, steps, features), padded with
             `mask_value` where lengths differ.
         y: Integer labels 0..K−1.
@@ -131,9 +165,12 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         `(model, history)`: the compiled model with the weights of its best
         epoch, and the `fit` history.
     """
-    if builder not in RECIPES:
+    if not callable(builder):
         names = ", ".join(b.__name__ for b in RECIPES)
-        raise ValueError(f"Argument `builder` must be one of {names}; received builder={builder!r}.")
+        raise ValueError(
+            f"Argument `builder` must be one of {names}, or a function that makes a model; received "
+            f"builder={builder!r}."
+        )
     x, y = np.asarray(x, np.float32), np.asarray(y, np.int32)
     if x.ndim != 3 or len(y) != len(x):
         raise ValueError(
@@ -142,10 +179,13 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         )
     num_classes = int(y.max()) + 1 if num_classes is None else validation.check_positive_int(
         "num_classes", num_classes)
-    make, default = RECIPES[builder]
+    make, default = RECIPES.get(builder, (builder, Recipe()))
     recipe = recipe or default
     keras.utils.set_random_seed(seed)
-    fit, held = stratified_split(y, recipe.validation_split, seed)
+    if recipe.validation_split > 0 and np.bincount(y).min(initial=len(y)) >= recipe.validation_min_per_class:
+        fit, held = stratified_split(y, recipe.validation_split, seed)
+    else:
+        fit, held = np.arange(len(y)), np.array([], int)
     model = make(x[fit], num_classes, mask_value, normalization_statistics(x[fit], mask_value), seed, **kwargs)
     repeats, batch_size, epochs = recipe.plan(len(fit))
     x_fit, y_fit = np.tile(x[fit], (repeats, 1, 1)), np.tile(y[fit], repeats)
@@ -157,10 +197,10 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         metrics=["accuracy"],
         jit_compile=jit_compile,
     )
-    stop = keras.callbacks.EarlyStopping(patience=recipe.patience, start_from_epoch=epochs // 2,
-                                         restore_best_weights=True)
-    history = model.fit(
-        x_fit, y_fit, validation_data=(x[held], y[held]), epochs=epochs, batch_size=batch_size,
-        class_weight=class_weights(y[fit]), callbacks=[stop], verbose=verbose,
-    )
+    checks = {}
+    if len(held):
+        checks = {"validation_data": (x[held], y[held]), "callbacks": [keras.callbacks.EarlyStopping(
+            patience=recipe.patience, start_from_epoch=epochs // 2, restore_best_weights=True)]}
+    history = model.fit(x_fit, y_fit, epochs=epochs, batch_size=batch_size, class_weight=class_weights(y[fit]),
+                        verbose=verbose, **checks)
     return model, history

@@ -6,6 +6,7 @@ import numpy as np
 from keras_relrec.layers import TABL
 from keras_relrec.layers import BilinearLayer
 from keras_relrec.models.front_end import local_front_end
+from keras_relrec.models.front_end import sequence_inputs
 from keras_relrec.utils import validation
 
 # Hidden layers (D', T') of each configuration; the last layer maps to
@@ -23,11 +24,12 @@ def tabl_network(
     dropout=0.1,
     max_norm=None,
     data_format="channels_last",
+    mask_value=None,
     normalization=None,
     front_end=None,
     front_end_filters=32,
-    window_size=8,
-    max_steps=128,
+    window_size=16,
+    max_steps=32,
     name=None,
 ):
     """The paper's A, B or C network; outputs class logits.
@@ -51,6 +53,11 @@ def tabl_network(
         max_norm: If given, a `keras.constraints.MaxNorm(max_norm)` on every
             kernel (the paper tries 3, 5 and 7).
         data_format: `"channels_last"` or `"channels_first"`.
+        mask_value: Steps whose features all equal it are padding (series
+            of different lengths): the front-end leaves them out of its
+            windows, the first bilinear layer takes them as zeros after the
+            normalization (channels_last only). Default None: every step
+            is data.
         normalization: Optional `(mean, variance)` per feature, for a
             `Normalization` layer first (channels_last only).
         front_end: None (default, the paper's network on the features as
@@ -61,9 +68,13 @@ def tabl_network(
             `nbof_classifier`).
         name: Model name; default e.g. `"C_TABL"`.
 
-    Input: (T, D) windows of D features per step. The bilinear layers have
-    no mask: series of different lengths enter padded, the padding as
-    values.
+    Input: (T, D) windows of D features per step, T fixed. The bilinear
+    layers map every one of the T steps: series of different lengths
+    enter padded, and with `mask_value` the padding enters as zeros. With
+    one feature per step (a raw univariate series) the first W1 is D' × 1:
+    every hidden feature is a scaled copy of the series, and the shape of
+    the series is left to W2's weights per step alone, so give raw series
+    `front_end="conv"` (as `benchmarks/bench_ucr.py` does).
 
     Returns:
         An uncompiled `keras.Model`; hidden layers are named `bl_1`, `bl_2`
@@ -81,16 +92,14 @@ def tabl_network(
             validation.check_positive_float("max_norm", max_norm)
         )
     common = dict(data_format=data_format, kernel_constraint=constraint)
-    if data_format != "channels_last" and (normalization is not None or front_end is not None):
+    extras = {"mask_value": mask_value, "normalization": normalization, "front_end": front_end}
+    given = [argument for argument, value in extras.items() if value is not None]
+    if data_format != "channels_last" and given:
         raise ValueError(
-            "Arguments `normalization` and `front_end` need data_format='channels_last'; received "
+            f"Argument `{given[0]}` needs data_format='channels_last'; received "
             f"data_format={data_format!r}."
         )
-    inputs = keras.Input(input_shape, name="window")
-    h = inputs
-    if normalization is not None:
-        mean, variance = normalization
-        h = keras.layers.Normalization(mean=mean, variance=variance, name="normalization")(h)
+    inputs, h = sequence_inputs(input_shape, mask_value, normalization, name="window")
     h = local_front_end(h, front_end, front_end_filters, window_size, max_steps)
     for k, (units, steps) in enumerate(CONFIGS[config], start=1):
         h = BilinearLayer(units, steps, activation="relu", name=f"bl_{k}", **common)(h)

@@ -40,6 +40,9 @@ class Entry:
     takes_mask: for a layer that is not recurrent, whether it reads a
         (batch, steps) mask; the checks make sure masked steps change
         nothing.
+    consumes_mask: whether a layer that takes a mask and keeps the rank
+        of its input (a (batch, steps', features') output) ends the mask
+        there, as a map over time does, instead of passing it on.
     variant: names a second entry of the same class.
     """
 
@@ -55,6 +58,7 @@ class Entry:
     fixed_length: bool = False
     fixed_axis: int = -1
     takes_mask: bool = False
+    consumes_mask: bool = False
     variant: str = ""
 
     @property
@@ -233,6 +237,8 @@ ENTRIES = [
         ],
         bad_rank_match=r"expects inputs \(batch, time, features\)",
         fixed_length=True,
+        takes_mask=True,
+        consumes_mask=True,
     ),
     Entry(
         layers.TABL,
@@ -246,6 +252,8 @@ ENTRIES = [
         ],
         bad_rank_match=r"expects inputs \(batch, time, features\)",
         fixed_length=True,
+        takes_mask=True,
+        consumes_mask=True,
     ),
     Entry(
         layers.TABL,

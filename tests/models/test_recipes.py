@@ -10,8 +10,10 @@ from keras_relrec.models import local_front_end
 from keras_relrec.models import nbof_classifier
 from keras_relrec.models import normalization_statistics
 from keras_relrec.models import recurrent_nbof_classifier
+from keras_relrec.models import sequence_inputs
 from keras_relrec.models import tabl_network
 from keras_relrec.models import train_classifier
+from keras_relrec.models.recipes import front_end_max_steps
 from keras_relrec.models.recipes import stratified_split
 
 
@@ -47,6 +49,26 @@ def test_the_recipe_learns_what_the_shape_says(builder):
     assert accuracy >= 0.9, accuracy
 
 
+def lstm_behind_the_front_end(x, num_classes, mask_value, normalization, seed):
+    inputs, h = sequence_inputs(x.shape[1:], mask_value, normalization)
+    h = keras.layers.LSTM(8, seed=seed)(local_front_end(h, filters=8))
+    return keras.Model(inputs, keras.layers.Dense(num_classes)(h))
+
+
+def test_the_recipe_trains_a_model_of_ones_own():
+    """A builder of one's own (here a recurrent layer behind the local
+    features) gets the default recipe: the padding masked, normalization
+    statistics from the fitted part."""
+    x, y = ramps(48)
+    x_test, y_test = ramps(64, seed=1)
+    x[::3, 20:] = x_test[::3, 20:] = -1e4
+    model, _ = train_classifier(lstm_behind_the_front_end, x, y, mask_value=-1e4, seed=0,
+                                recipe=Recipe(gradient_steps=120))
+    assert model.get_layer("normalization").mean.shape[-1] == 1
+    accuracy = np.mean(model.predict(x_test, verbose=0).argmax(-1) == y_test)
+    assert accuracy >= 0.9, accuracy
+
+
 def test_recipe_plan_follows_the_data_size():
     recipe = Recipe(batch_size=16, gradient_steps=1500, updates_per_epoch=25)
     # 29 examples: 14 passes (406 examples, 26 updates) per epoch, 58 epochs.
@@ -73,8 +95,8 @@ def test_normalization_statistics_skip_the_padding():
 
 def test_train_classifier_refuses_what_it_cannot_train():
     x, y = ramps(8)
-    with pytest.raises(ValueError, match="`builder` must be one of nbof_classifier"):
-        train_classifier(keras.Sequential, x, y)
+    with pytest.raises(ValueError, match="`builder` must be one of nbof_classifier.*builder='lstm'"):
+        train_classifier("lstm", x, y)
     with pytest.raises(ValueError, match=r"x of shape \(8, 24\)"):
         train_classifier(nbof_classifier, x[..., 0], y)
 
@@ -82,9 +104,11 @@ def test_train_classifier_refuses_what_it_cannot_train():
 def test_front_end_stride_keeps_long_series_short():
     inputs = keras.Input((427, 1))
     h = local_front_end(inputs)
-    # ⌈427 / 128⌉ = 4: 107 steps of 32 features.
-    assert tuple(h.shape) == (None, 107, 32)
-    assert tuple(local_front_end(inputs, "window", max_steps=None).shape) == (None, 427, 8)
+    # ⌈427 / 32⌉ = 14: 31 steps of 32 features.
+    assert tuple(h.shape) == (None, 31, 32)
+    assert tuple(local_front_end(inputs, "window", max_steps=None).shape) == (None, 427, 16)
+    # A stride above the window raises the window to the stride.
+    assert tuple(local_front_end(inputs, "window", window_size=4, max_steps=8).shape) == (None, 8, 54)
     assert local_front_end(inputs, None) is inputs
     with pytest.raises(ValueError, match="front_end='fourier'"):
         local_front_end(inputs, "fourier")
@@ -108,3 +132,45 @@ def test_codebook_from_the_strided_front_end_skips_padded_blocks():
     expected = KMeans(4, n_init=4, random_state=5).fit(seen[valid].astype("float64")).cluster_centers_
     codebook = model.get_layer("recurrent_quantizer").cell.codebook.numpy()
     np.testing.assert_allclose(codebook, expected, atol=1e-4)
+
+
+def test_tabl_network_takes_padding_as_zeros_after_the_normalization():
+    """With `mask_value`, a padded step enters the first bilinear layer as
+    zeros after the normalization: the network gives what it gives for
+    the mean there, whatever value marks the padding (B: a hidden BL
+    first)."""
+    rng = np.random.default_rng(3)
+    mean, variance = np.array([0.5, -1.0]), np.array([2.0, 0.5])
+    x = rng.normal(size=(4, 12, 2)).astype("float32")
+    x[1, 7:] = x[3, 3:] = mean
+    padded = x.copy()
+    padded[1, 7:] = padded[3, 3:] = -1e4
+    masked = tabl_network("B", input_shape=(12, 2), mask_value=-1e4, normalization=(mean, variance))
+    plain = tabl_network("B", input_shape=(12, 2), normalization=(mean, variance))
+    plain.set_weights(masked.get_weights())
+    np.testing.assert_allclose(masked(padded), plain(x), atol=1e-5)
+    with pytest.raises(ValueError, match="`mask_value` needs data_format='channels_last'"):
+        tabl_network(input_shape=(2, 12), data_format="channels_first", mask_value=-1e4)
+
+
+def test_small_classes_train_on_everything_for_the_planned_updates():
+    """Nine examples of a class: nothing is held out, no early stopping;
+    the planned epochs all run."""
+    x, y = ramps(18)
+    y = np.repeat([0, 1], 9).astype("int32")
+    recipe = Recipe(gradient_steps=30, updates_per_epoch=5)
+    _, history = train_classifier(nbof_classifier, x, y, seed=0, recipe=recipe)
+    assert "val_loss" not in history.history
+    assert len(history.history["loss"]) == recipe.plan(18)[2]
+    _, history = train_classifier(nbof_classifier, x, y, seed=0,
+                                  recipe=Recipe(gradient_steps=30, updates_per_epoch=5, validation_min_per_class=9))
+    assert "val_loss" in history.history
+
+
+def test_front_end_strides_by_the_median_length_of_padded_series():
+    x = np.zeros((5, 400, 2), "float32")
+    for k, n in enumerate([20, 64, 100, 130, 400]):
+        x[k, n:] = -1.0
+    # The median series, 100 steps, at stride ⌈100 / 32⌉ = 4: 100 steps for the padded 400.
+    assert front_end_max_steps(x, mask_value=-1.0) == 100
+    assert front_end_max_steps(x) == 32

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_relrec.ops import zero_masked
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
@@ -45,6 +46,8 @@ class BilinearLayer(keras.layers.Layer):
 
     Call arguments:
         inputs: (batch, T, D), or (batch, D, T) with `"channels_first"`.
+        mask: Optional boolean (batch, T): masked steps (padding) enter as
+            zeros. W2 maps all T steps, so the output carries no mask.
 
     Returns:
         (batch, T', D'), (batch, D', T') with `"channels_first"`, or
@@ -93,6 +96,7 @@ class BilinearLayer(keras.layers.Layer):
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
         self.kernel_constraint = keras.constraints.get(kernel_constraint)
         self.bias_constraint = keras.constraints.get(bias_constraint)
+        self.supports_masking = True
 
     def _time_and_features(self, input_shape):
         """(T, D) of an input shape, checked."""
@@ -133,18 +137,19 @@ class BilinearLayer(keras.layers.Layer):
                 constraint=self.bias_constraint,
             )
 
-    def _project_features(self, inputs):
-        """X̄ = W1 X, held as (batch, T, D') whatever the data format."""
+    def _project_features(self, inputs, mask=None):
+        """X̄ = W1 X, held as (batch, T, D') whatever the data format, with
+        zeros at masked steps."""
         if self.data_format == "channels_first":
             inputs = ops.swapaxes(inputs, 1, 2)
-        return ops.matmul(inputs, ops.transpose(self.feature_kernel))
+        return ops.matmul(zero_masked(inputs, mask), ops.transpose(self.feature_kernel))
 
-    def _between(self, projected):
+    def _between(self, projected, mask=None):
         """What happens to X̄ before the time map: nothing here; TABL attends."""
         return projected
 
-    def call(self, inputs):
-        projected = self._between(self._project_features(inputs))
+    def call(self, inputs, mask=None):
+        projected = self._between(self._project_features(inputs, mask), mask)
         # (X̄ W2) as (batch, T', D'): Σ_t X̄[b, t, d] W2[t, u].
         outputs = ops.einsum("btd,tu->bud", projected, self.time_kernel)
         if self.use_bias:
@@ -155,6 +160,9 @@ class BilinearLayer(keras.layers.Layer):
         if self.data_format == "channels_first":
             return ops.swapaxes(outputs, 1, 2)
         return outputs
+
+    def compute_mask(self, inputs, mask=None):
+        return None
 
     def compute_output_shape(self, input_shape):
         if self.squeeze:

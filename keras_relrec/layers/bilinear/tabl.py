@@ -57,6 +57,9 @@ class TABL(BilinearLayer):
 
     Call arguments:
         inputs: (batch, T, D), or (batch, D, T) with `"channels_first"`.
+        mask: Optional boolean (batch, T): masked steps (padding) enter as
+            zeros and, with attention over time, get no attention weight;
+            the output carries no mask.
 
     Returns:
         As `BilinearLayer`. `attention_weights(inputs)` gives A for a batch,
@@ -122,10 +125,10 @@ class TABL(BilinearLayer):
         # X̄ is held as (batch, T, D'): time is axis 1, features axis 2.
         return 1 if self.attend_over == "time" else 2
 
-    def _between(self, projected):
+    def _between(self, projected, mask=None):
         kernel = ops.cast(self.attention_kernel, projected.dtype)
         mix = ops.cast(self.lambda_, projected.dtype)
-        return two_d_attention(projected, kernel, mix, self._axis)
+        return two_d_attention(projected, kernel, mix, self._axis, mask if self._axis == 1 else None)
 
     def attention_weights(self, inputs):
         """A for a batch: (batch, T, D'), or (batch, D', T) with

@@ -24,15 +24,23 @@ def bilinear(x, w1, w2, b):
     return np.stack([w1 @ example @ w2 + b for example in x])
 
 
-def tabl(x, w1, w, w2, b, lam, attend_over):
-    """The paper's eqs. (4)–(8) for every X (D × T)."""
+def masked_softmax(z, valid, axis):
+    """Softmax over the entries where `valid` is true; 0 elsewhere."""
+    e = np.where(valid, np.exp(z - z.max(axis=axis, keepdims=True)), 0.0)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def tabl(x, w1, w, w2, b, lam, attend_over, mask=None):
+    """The paper's eqs. (4)–(8) for every X (D × T); a masked step (mask
+    (batch, T) false) is a zero column of X and gets no attention over time."""
+    mask = np.ones((x.shape[0], x.shape[2]), bool) if mask is None else mask
     out, attention = [], []
-    for example in x:
-        x_bar = w1 @ example  # (D', T)
+    for example, valid in zip(x, mask):
+        x_bar = w1 @ np.where(valid, example, 0.0)  # (D', T)
         kernel = w.copy()
         np.fill_diagonal(kernel, 1.0 / kernel.shape[0])
         if attend_over == "time":
-            a = softmax(x_bar @ kernel, axis=1)  # each row over time
+            a = masked_softmax(x_bar @ kernel, np.broadcast_to(valid, x_bar.shape), axis=1)  # rows over time
         else:
             # The time attention applied to X̄ᵀ: each column over features.
             a = softmax(x_bar.T @ kernel, axis=1).T
@@ -85,6 +93,33 @@ def test_tabl(data_format, attend_over):
     np.testing.assert_allclose(layer(inputs), layout(expected, data_format), atol=ATOL)
     np.testing.assert_allclose(layer.attention_weights(inputs), layout(attention, data_format),
                                atol=ATOL)
+
+
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+@pytest.mark.parametrize("attend_over", [None, "time", "features"])
+def test_masked_steps_enter_as_zeros(data_format, attend_over):
+    """Padding: masked steps are zero columns of X (whatever they hold) and,
+    with attention over time, get no weight; the output has no mask."""
+    x = paper_input(6)
+    mask = np.ones((B, T), bool)
+    mask[0, 4:] = False
+    mask[2, 1] = False
+    held = np.where(mask[:, None, :], x, 1e4)
+    if attend_over is None:
+        layer = BilinearLayer(UNITS, STEPS, data_format=data_format)
+    else:
+        layer = TABL(UNITS, STEPS, attend_over=attend_over, data_format=data_format)
+    layer.build(layout(x, data_format).shape)
+    weights = random_weights(layer, np.random.default_rng(7))
+    if attend_over is None:
+        expected = bilinear(np.where(mask[:, None, :], x, 0.0), *weights)
+    else:
+        w1, w2, b, w, _ = weights
+        expected, _ = tabl(x, w1, w, w2, b, 0.3, attend_over, mask)
+        layer.set_weights([v.astype("float32") for v in (w1, w2, b, w, np.float32(0.3))])
+    inputs = layout(held, data_format).astype("float32")
+    np.testing.assert_allclose(layer(inputs, mask=mask), layout(expected, data_format), atol=1e-4)
+    assert layer.compute_mask(inputs, mask) is None
 
 
 def test_squeezed_last_layer():
