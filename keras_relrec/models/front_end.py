@@ -5,6 +5,7 @@ family: the masked, normalized input and its local features (see
 import math
 
 import keras
+import numpy as np
 
 from keras_relrec.layers import LocalFeatures
 from keras_relrec.utils import validation
@@ -20,6 +21,16 @@ def front_end_strides(steps, max_steps):
     if steps is None or max_steps is None:
         return 1
     return max(1, math.ceil(steps / max_steps))
+
+
+def valid_steps(x, mask_value=None):
+    """Boolean (..., steps): the steps of `x` (..., steps, features) that are
+    not padding, i.e. not all `mask_value`, as `Masking(mask_value)` sees
+    them; every step when `mask_value` is None."""
+    x = np.asarray(x)
+    if mask_value is None:
+        return np.ones(x.shape[:-1], bool)
+    return ~np.all(x == mask_value, axis=-1)
 
 
 def sequence_inputs(input_shape, mask_value=None, normalization=None, name="sequence"):

@@ -9,6 +9,7 @@ from keras_relrec.layers import RecurrentBoFCell
 from keras_relrec.layers import TwoDAttention
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import sequence_inputs
+from keras_relrec.models.front_end import valid_steps
 from keras_relrec.utils import validation
 
 ATTENTIONS = ("input", "codeword", "temporal")
@@ -189,10 +190,9 @@ def fit_codebook(model, data, seed=None):
     layer = model.get_layer("quantizer" if "quantizer" in names else "recurrent_quantizer")
     # `layer.input` is a tuple of the call's tensors; the features come first.
     seen = keras.Model(model.inputs, keras.tree.flatten(layer.input)[0]).predict(data, verbose=0)
-    data = np.asarray(data)
-    valid = np.ones(data.shape[:-1], bool)
+    valid = valid_steps(data)
     for masking in (m for m in model.layers if isinstance(m, keras.layers.Masking)):
-        valid = ~np.all(data == masking.mask_value, axis=-1)
+        valid = valid_steps(data, masking.mask_value)
     # A front-end's stride shortens the sequence, and its mask with it.
     for front in (m for m in model.layers if isinstance(m, LocalFeatures)):
         valid = np.asarray(front.compute_mask(None, valid))

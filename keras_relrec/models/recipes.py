@@ -8,6 +8,7 @@ import numpy as np
 
 from keras_relrec.models.front_end import MAX_STEPS
 from keras_relrec.models.front_end import front_end_strides
+from keras_relrec.models.front_end import valid_steps
 from keras_relrec.models.nbof_classifiers import nbof_classifier
 from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier
 from keras_relrec.models.tabl_networks import class_weights
@@ -71,7 +72,7 @@ def front_end_max_steps(x, mask_value=None, max_steps=MAX_STEPS):
     would shorten every series as much as the longest one."""
     if mask_value is None:
         return max_steps
-    lengths = np.sum(~np.all(np.asarray(x) == mask_value, axis=-1), axis=1)
+    lengths = np.sum(valid_steps(x, mask_value), axis=1)
     strides = front_end_strides(max(1, int(np.median(lengths))), max_steps)
     return -(-x.shape[1] // strides)
 
@@ -111,9 +112,7 @@ def normalization_statistics(x, mask_value=None):
     features all equal `mask_value` are padding), for a builder's
     `normalization`."""
     x = np.asarray(x, np.float64)
-    steps = x.reshape(-1, x.shape[-1])
-    if mask_value is not None:
-        steps = steps[~np.all(steps == mask_value, axis=-1)]
+    steps = x[valid_steps(x, mask_value)]
     return steps.mean(axis=0), np.maximum(steps.var(axis=0), 1e-12)
 
 
