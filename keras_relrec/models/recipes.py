@@ -27,11 +27,12 @@ class Recipe:
     from half-way on, the weights with the lowest validation loss are kept
     and training stops when it has not improved for `patience` epochs.
     Where a class has fewer than `validation_min_per_class` training
-    examples, nothing is held out: a split would keep one example of such a
-    class, too few to choose an epoch by and a fifth of its data lost, so
-    the model trains on everything for the planned updates and keeps its
-    last weights. The learning rate follows a cosine decay to zero over the
-    planned updates, and the loss weighs each class by N / (K · N_class).
+    examples (a class without any does not count), nothing is held out: a
+    split would keep one example of such a class, too few to choose an
+    epoch by and a fifth of its data lost, so the model trains on
+    everything for the planned updates and keeps its last weights. The
+    learning rate follows a cosine decay to zero over the planned updates,
+    and the loss weighs each class by N / (K · N_class).
 
     Attributes:
         learning_rate: AdamW's initial rate.
@@ -181,7 +182,9 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
     make, default = RECIPES.get(builder, (builder, Recipe()))
     recipe = recipe or default
     keras.utils.set_random_seed(seed)
-    if recipe.validation_split > 0 and np.bincount(y).min(initial=len(y)) >= recipe.validation_min_per_class:
+    # Classes with no example (a gap in the labels) are not counted.
+    smallest = np.unique(y, return_counts=True)[1].min(initial=len(y))
+    if recipe.validation_split > 0 and smallest >= recipe.validation_min_per_class:
         fit, held = stratified_split(y, recipe.validation_split, seed)
     else:
         fit, held = np.arange(len(y)), np.array([], int)

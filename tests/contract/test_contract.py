@@ -194,10 +194,11 @@ def behind_a_dense(entry):
 def test_jit_compile_matches_eager(entry):
     model = sgd_mse(entry.make_model(), jit_compile=True)
     x = entry.make_input(batch=4)
-    assert_close(model.predict_on_batch(x), model(x))
+    # `fit` and `predict` feed batches of unknown size: XLA must compile
+    # the steps with a dynamic batch dimension, as in real use. One
+    # prediction function serves before and after the training step.
+    assert_close(model.predict(x, batch_size=2, verbose=0), model(x))
     y = target_for(model, x)
-    # `fit` feeds batches of unknown size: XLA must compile the training
-    # step with a dynamic batch dimension, as in real training.
     model.fit(x, y, batch_size=2, epochs=1, verbose=0)
     assert_close(model.predict(x, batch_size=2, verbose=0), model(x))
 
