@@ -31,7 +31,7 @@ seeds; training time) are written to the `bench_ucr` section of
 benchmarks/RESULTS.md, and a plot to benchmarks/figures/ucr_accuracy.png.
 
 Needs aeon (the `[tutorials]` or `[test]` extra). Full run (8 sets, 3
-seeds, the long-series models; about 70 minutes with 2 processes on 2
+seeds, the long-series models; about 85 minutes with 2 processes on 2
 cores; with --results-json, fits already in the file are not run again):
     python benchmarks/bench_ucr.py --results-json benchmarks/ucr_results.json
 Smoke test (one set, one seed, a few updates):

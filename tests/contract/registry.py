@@ -431,8 +431,8 @@ ENTRIES = [
     Entry(
         layers.SegmentCacheTransformer,
         # The seed's query with the BiLSTM summary; three segments, the last
-        # padded, the third recalling one of two (the segments are unrolled:
-        # each one more costs every check of the entry a quarter more).
+        # padded, the third recalling one of two. Segments are unrolled, so
+        # every one more lengthens each check of the entry.
         {"num_layers": 1, "num_heads": 2, "head_size": 3, "hidden_dim": 4, "intermediate_dim": 5,
          "segment_len": 3, "num_slots": 2, "top_k": 1, "query": "standard", "summary": "bilstm",
          "pre_lnorm": True, "bias_initializer": "random_normal"},
