@@ -11,7 +11,9 @@ from keras_relrec.layers import LocalFeatures
 from keras_relrec.utils import validation
 
 FRONT_ENDS = ("conv", "window")
-# At most this many steps of local features, by default.
+# The front-end's defaults, in every builder: windows of this many steps,
+# at most this many steps of local features.
+WINDOW_SIZE = 16
 MAX_STEPS = 32
 
 
@@ -46,7 +48,7 @@ def sequence_inputs(input_shape, mask_value=None, normalization=None, name="sequ
     return inputs, h
 
 
-def local_front_end(sequence, front_end="conv", filters=32, window_size=16, max_steps=MAX_STEPS,
+def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_SIZE, max_steps=MAX_STEPS,
                     name="front_end"):
     """Local features of every step, for a layer that should see the shape
     of a series rather than its samples one by one.

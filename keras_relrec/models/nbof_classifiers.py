@@ -7,6 +7,8 @@ from keras_relrec.layers import BoFQuantizer
 from keras_relrec.layers import LocalFeatures
 from keras_relrec.layers import RecurrentBoFCell
 from keras_relrec.layers import TwoDAttention
+from keras_relrec.models.front_end import MAX_STEPS
+from keras_relrec.models.front_end import WINDOW_SIZE
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import sequence_inputs
 from keras_relrec.models.front_end import valid_steps
@@ -25,8 +27,8 @@ def nbof_classifier(
     normalization=None,
     front_end="conv",
     front_end_filters=32,
-    window_size=16,
-    max_steps=32,
+    window_size=WINDOW_SIZE,
+    max_steps=MAX_STEPS,
     temporal_rank=8,
     hidden_units=64,
     dropout=0.2,
@@ -126,8 +128,8 @@ def recurrent_nbof_classifier(
     normalization=None,
     front_end="conv",
     front_end_filters=32,
-    window_size=16,
-    max_steps=32,
+    window_size=WINDOW_SIZE,
+    max_steps=MAX_STEPS,
     hidden_units=64,
     dropout=0.2,
     codebook_data=None,

@@ -5,6 +5,8 @@ import numpy as np
 
 from keras_relrec.layers import TABL
 from keras_relrec.layers import BilinearLayer
+from keras_relrec.models.front_end import MAX_STEPS
+from keras_relrec.models.front_end import WINDOW_SIZE
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import sequence_inputs
 from keras_relrec.utils import validation
@@ -28,8 +30,8 @@ def tabl_network(
     normalization=None,
     front_end=None,
     front_end_filters=32,
-    window_size=16,
-    max_steps=32,
+    window_size=WINDOW_SIZE,
+    max_steps=MAX_STEPS,
     name=None,
 ):
     """The paper's A, B or C network; outputs class logits.
