@@ -10,7 +10,7 @@ import numpy as np
 from keras_relrec.layers import LocalFeatures
 from keras_relrec.utils import validation
 
-FRONT_ENDS = ("conv", "window")
+FRONT_ENDS = ("conv", "window", "kernels")
 # The front-end's defaults, in every builder: windows of this many steps,
 # at most this many steps of local features.
 WINDOW_SIZE = 16
@@ -57,6 +57,8 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     "conv":    LocalFeatures(conv, w, stride s) → BatchNorm → ReLU
                → LocalFeatures(conv, ⌈w/2⌉)   → BatchNorm → ReLU    (filters wide)
     "window":  LocalFeatures(window, w, stride s)                    (w·D wide)
+    "kernels": LocalFeatures(kernels, max(w, steps), stride s)
+               → BatchNorm (each response standardized; no weights learned)
     None:      the sequence as it is
     ```
 
@@ -73,9 +75,19 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     PickupGestureWiimoteZ; w = 8 and 128 steps left NBoF 7 to 38 points
     lower there).
 
+    `"kernels"` gives the quantizer MiniRocket's fixed kernels, each
+    feature alone, at dilations reaching across the whole series (window
+    max(w, steps)). It learns nothing before the quantizer, so it suits
+    small training sets; its width is 84·D per dilation, and a quantizer
+    over it costs several times the `"conv"` front-end's. It is an option,
+    not yet the builders' default: on three univariate sets of
+    `bench_ucr.py`, NBoF with it and `max_steps=None` (every step; a stride
+    of 4 lost 7 points on OSULeaf) gained on OSULeaf and lost on one seed of
+    ArrowHead (see `benchmarks/RESULTS.md`).
+
     Args:
         sequence: A (batch, steps, features) Keras tensor, with its mask.
-        front_end: `"conv"` (default), `"window"` or None.
+        front_end: `"conv"` (default), `"window"`, `"kernels"` or None.
         filters: Width of the convolutions.
         window_size: w of the first `LocalFeatures`.
         max_steps: At most this many steps come out; None keeps them all.
@@ -94,6 +106,9 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     window_size = max(window_size, strides)
     if front_end == "window":
         return LocalFeatures("window", window_size, strides=strides, name=name)(sequence)
+    if front_end == "kernels":
+        h = LocalFeatures("kernels", max(window_size, sequence.shape[1] or 0), strides=strides, name=name)(sequence)
+        return keras.layers.BatchNormalization(center=False, scale=False, name=f"{name}_norm")(h)
     validation.check_positive_int("filters", filters)
     h = sequence
     for k, (window, stride) in enumerate(((window_size, strides), (-(-window_size // 2), 1)), start=1):

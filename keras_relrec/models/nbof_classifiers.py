@@ -76,7 +76,8 @@ def nbof_classifier(
             `Normalization` layer after the masking (statistics of the
             valid training steps).
         front_end: `"conv"` (default, learned), `"window"` (raw
-            sub-sequences) or None (the raw steps); see `local_front_end`.
+            sub-sequences), `"kernels"` (MiniRocket's fixed dilated
+            kernels) or None (the raw steps); see `local_front_end`.
         front_end_filters, window_size: Width and window of the front-end.
         max_steps: The front-end's stride shortens longer series to at most
             this many steps (default 32); None keeps every step.

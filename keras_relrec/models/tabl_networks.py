@@ -63,9 +63,10 @@ def tabl_network(
         normalization: Optional `(mean, variance)` per feature, for a
             `Normalization` layer first (channels_last only).
         front_end: None (default, the paper's network on the features as
-            they are), `"conv"` or `"window"`: local features of each step
-            first (see `local_front_end`; channels_last only), for raw
-            series, where one value per step says little on its own.
+            they are), `"conv"`, `"window"` or `"kernels"`: local features
+            of each step first (see `local_front_end`; channels_last
+            only), for raw series, where one value per step says little on
+            its own.
         front_end_filters, window_size, max_steps: Of the front-end (see
             `nbof_classifier`).
         name: Model name; default e.g. `"C_TABL"`.

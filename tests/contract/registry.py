@@ -217,6 +217,17 @@ ENTRIES = [
         bad_rank_match=r"expects inputs \(batch, steps, features\)",
     ),
     Entry(
+        layers.LocalFeatures,
+        # MiniRocket's kernels at dilations 1 and 2 (strides: the equations'
+        # test).
+        {"mode": "kernels", "window_size": 17},
+        (7, 2),
+        variant="kernels",
+        bad_kwargs=[({"window_size": 8}, "window_size"), ({"filters": 4}, "filters")],
+        bad_rank_match=r"expects inputs \(batch, steps, features\)",
+        takes_mask=True,
+    ),
+    Entry(
         layers.TwoDAttention,
         {"axis": 2, "kernel_initializer": "random_normal"},
         (6, 3),

@@ -47,8 +47,24 @@ def test_codebook_from_the_features_the_quantizer_sees():
     np.testing.assert_allclose(model.get_layer("quantizer").codebook.numpy(), expected, atol=1e-5)
 
 
+def test_minirocket_kernels_front_end():
+    """`front_end="kernels"` reaches across the series (dilations 1, 2, 4
+    for 40 steps), learns nothing before the quantizer, and trains."""
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(8, 40, 2)).astype("float32"), rng.integers(0, 3, 8)
+    model = nbof_classifier((40, 2), 3, 5, front_end="kernels", max_steps=None, codebook_data=x, seed=0)
+    assert model.get_layer("front_end").dilations == (1, 2, 4)
+    assert model.get_layer("front_end").output.shape == (None, 40, 84 * 3 * 2)
+    assert model.get_layer("front_end").trainable_weights == model.get_layer("front_end_norm").trainable_weights == []
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(x, y, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="front_end"):
+        nbof_classifier((40, 2), 3, 5, front_end="rocket")
+
+
 @pytest.mark.parametrize("build", [
     lambda: nbof_classifier((None, 3), 4, 5, attention=("input", "codeword")),
+    lambda: nbof_classifier((None, 3), 4, 5, front_end="kernels"),
     lambda: recurrent_nbof_classifier((None, 3), 4, 5),
 ])
 def test_padding_changes_nothing(build):

@@ -1,7 +1,11 @@
 """Local features of a sequence for bag-of-features models: sub-sequence
-windows or a learned causal convolution."""
+windows, a learned causal convolution or fixed dilated kernels."""
+
+import itertools
+import math
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_relrec.ops import zero_masked
@@ -9,7 +13,11 @@ from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
-MODES = ("conv", "window")
+MODES = ("conv", "window", "kernels")
+# MiniRocket's kernels: nine taps, each −1 but three that are 2 (all 84
+# choices of the three), so that every kernel sums to zero.
+TAPS = 9
+KERNELS = math.comb(TAPS, 3)
 
 
 @register_layer
@@ -32,9 +40,17 @@ class LocalFeatures(keras.layers.Layer):
     ```
     mode="window":  y_j = [x_{e−w+1}, …, x_{e−1}, x_e]       ∈ R^{w·D}
     mode="conv":    y_j = σ(Σ_{k=0}^{w−1} W_k x_{e−k} + b)    ∈ R^{filters}
+    mode="kernels": y_j[d, c, m] = Σ_{k=0}^{8} v_{m,k} x_{e−8d+k·d, c}  ∈ R^{84·|dil|·D}
     ```
 
-    with x_t = 0 outside the sequence, W_k ∈ R^{filters×D}. With s = 1 the
+    with x_t = 0 outside the sequence, W_k ∈ R^{filters×D}. `"kernels"`
+    are the fixed kernels of MiniRocket (Dempster, Schmidt and Webb,
+    "MiniRocket: a very fast (almost) deterministic transform for time
+    series classification", KDD 2021): v_m has nine taps, −1 except three
+    that are 2, for each of the 84 choices of the three; each is applied to
+    every feature c alone, at every dilation d = 1, 2, 4, … with
+    8·d + 1 ≤ w, so the window bounds the reach (w ≥ 9). The output is
+    ordered by dilation, then feature, then kernel. With s = 1 the
     windows are causal (no output sees a later step) and there is one
     output per step; a stride s > 1 shortens a long series s times, output
     j summing up the s steps of block j and the w − s before them (s ≤ w,
@@ -42,14 +58,16 @@ class LocalFeatures(keras.layers.Layer):
     it falls in a window; output j is valid where any step of its block is.
 
     Args:
-        mode: `"conv"` (default), a learned convolution, or `"window"`,
-            the raw sub-sequences (no weights).
+        mode: `"conv"` (default), a learned convolution, `"window"`,
+            the raw sub-sequences, or `"kernels"`, MiniRocket's fixed
+            kernels (these two have no weights).
         window_size: w, the steps in each window. Default 8.
         filters: The output width of `"conv"` (default 32); must be left
-            `None` with `"window"`, whose width is w·D.
+            `None` with `"window"`, whose width is w·D, and `"kernels"`.
         strides: s, a positive int at most `window_size`. Default 1.
         activation: σ of `"conv"`; default `"relu"`.
-        use_bias: Whether `"conv"` adds b. Default True.
+        use_bias: Whether `"conv"` adds b. Default True. (σ, b and their
+            options below act in `"conv"` only.)
         kernel_initializer, bias_initializer, kernel_regularizer,
             bias_regularizer, kernel_constraint, bias_constraint: Of W
             and b.
@@ -60,8 +78,9 @@ class LocalFeatures(keras.layers.Layer):
         mask: Optional boolean (batch, steps).
 
     Returns:
-        (batch, ⌈steps / s⌉, filters) or (batch, ⌈steps / s⌉, w·D), with
-        the mask of each output's last step.
+        (batch, ⌈steps / s⌉, filters), (batch, ⌈steps / s⌉, w·D) or
+        (batch, ⌈steps / s⌉, 84·|dil|·D), with the mask of each output's
+        last step.
 
     Example:
 
@@ -92,12 +111,17 @@ class LocalFeatures(keras.layers.Layer):
         super().__init__(**kwargs)
         self.mode = validation.check_choice("mode", mode, MODES)
         self.window_size = validation.check_positive_int("window_size", window_size)
-        if self.mode == "window" and filters is not None:
+        if self.mode != "conv" and filters is not None:
             raise ValueError(
-                "Argument `filters` must be None with mode='window' (the output is the "
-                f"window_size × features values of each window); received filters={filters!r}."
+                f"Argument `filters` must be None with mode={self.mode!r} (the output's width follows "
+                f"from window_size and the features); received filters={filters!r}."
             )
-        self.filters = None if self.mode == "window" else validation.check_positive_int(
+        if self.mode == "kernels" and window_size < TAPS:
+            raise ValueError(
+                f"Argument `window_size` must be at least {TAPS} with mode='kernels' (a kernel spans "
+                f"8·d + 1 steps); received window_size={window_size!r}."
+            )
+        self.filters = None if self.mode != "conv" else validation.check_positive_int(
             "filters", 32 if filters is None else filters)
         self.strides = validation.check_positive_int("strides", strides)
         if self.strides > self.window_size:
@@ -115,9 +139,29 @@ class LocalFeatures(keras.layers.Layer):
         self.bias_constraint = keras.constraints.get(bias_constraint)
         self.supports_masking = True
 
+    @property
+    def dilations(self):
+        """The dilations of `"kernels"`: 1, 2, 4, … while 8·d + 1 ≤ w."""
+        if self.mode != "kernels":
+            return ()
+        dilations = [1]
+        while (TAPS - 1) * 2 * dilations[-1] + 1 <= self.window_size:
+            dilations.append(2 * dilations[-1])
+        return tuple(dilations)
+
     def build(self, input_shape):
         self.input_spec = validation.sequence_input_spec(self, input_shape)
         features = input_shape[-1]
+        if self.mode == "kernels":
+            taps = np.full((TAPS, KERNELS), -1.0, "float32")
+            for m, chosen in enumerate(itertools.combinations(range(TAPS), 3)):
+                taps[list(chosen), m] = 2.0
+            # Each feature on its own: a block-diagonal kernel.
+            kernel = np.zeros((TAPS, features, features * KERNELS), "float32")
+            for c in range(features):
+                kernel[:, c, KERNELS * c : KERNELS * (c + 1)] = taps
+            self._selector = ops.convert_to_tensor(kernel)
+            return
         if self.mode == "window":
             # The windows are a convolution with a fixed one-hot kernel:
             # output feature k·D + d is x_{t−w+1+k}, feature d.
@@ -147,6 +191,10 @@ class LocalFeatures(keras.layers.Layer):
         # Masked steps are zeros inside every window: whatever they hold
         # never reaches an output or a gradient.
         inputs = zero_masked(ops.cast(inputs, self.compute_dtype), mask)
+        batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        count = (steps + self.strides - 1) // self.strides
+        if self.mode == "kernels":
+            return self._kernel_responses(inputs, batch, count)
         # Zeros around the sequence: window j covers steps s·j − (w − s)
         # to s·j + s − 1, so the last window ends at or after the last step.
         # One step more on the right keeps an empty sequence convolvable;
@@ -157,8 +205,6 @@ class LocalFeatures(keras.layers.Layer):
         else:
             kernel = ops.cast(self.kernel, self.compute_dtype)
         outputs = ops.conv(padded, kernel, strides=self.strides, padding="valid")
-        batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        count = (steps + self.strides - 1) // self.strides
         # The reshape restores the width, which TensorFlow's convolution of
         # an empty batch does not give.
         outputs = ops.reshape(outputs[:, :count], (batch, count, kernel.shape[-1]))
@@ -167,6 +213,20 @@ class LocalFeatures(keras.layers.Layer):
         if self.bias is not None:
             outputs = outputs + ops.cast(self.bias, self.compute_dtype)
         return self.activation(outputs)
+
+    def _kernel_responses(self, inputs, batch, count):
+        # The window ending at step t is output t of a dilated convolution
+        # over 8·d zeros and the sequence; every s-th is kept (TensorFlow
+        # has no strided dilated convolution). The s zeros on the right
+        # give the last block its end and an empty sequence a window.
+        kernel = ops.cast(self._selector, self.compute_dtype)
+        outputs = []
+        for d in self.dilations:
+            padded = ops.pad(inputs, ((0, 0), ((TAPS - 1) * d, self.strides), (0, 0)))
+            y = ops.conv(padded, kernel, strides=1, padding="valid", dilation_rate=d)
+            outputs.append(y[:, self.strides - 1 :: self.strides][:, :count])
+        outputs = ops.concatenate(outputs, axis=-1) if len(outputs) > 1 else outputs[0]
+        return ops.reshape(outputs, (batch, count, len(self.dilations) * kernel.shape[-1]))
 
     def compute_mask(self, inputs, mask=None):
         if mask is None or self.strides == 1:
@@ -184,7 +244,9 @@ class LocalFeatures(keras.layers.Layer):
         steps = input_shape[1]
         if steps is not None:
             steps = -(-steps // self.strides)
-        width = self.window_size * input_shape[-1] if self.mode == "window" else self.filters
+        features = input_shape[-1]
+        width = {"window": self.window_size * features, "kernels": KERNELS * len(self.dilations) * features,
+                 "conv": self.filters}[self.mode]
         return (input_shape[0], steps, width)
 
     def get_config(self):

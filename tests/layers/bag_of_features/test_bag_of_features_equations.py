@@ -3,6 +3,8 @@ their equations: quantizer memberships and histograms, 2-D attention, the
 recurrent cell, local features; the quantizer at zero distance and for
 large inputs; the k-means codebook."""
 
+import itertools
+
 import keras
 import numpy as np
 import pytest
@@ -268,6 +270,41 @@ def test_local_features(mode, window, strides):
     # Output j is valid where a step of its block is.
     blocks = np.pad(mask, ((0, 0), (0, -11 % strides))).reshape(3, -1, strides)
     np.testing.assert_array_equal(np.asarray(layer.compute_mask(x, mask)), blocks.any(-1))
+
+
+def minirocket_responses(x, window, strides, mask):
+    """MiniRocket's 84 kernels (nine taps of −1, three of them 2) on each
+    feature alone, at dilations 1, 2, 4, … with 8·d + 1 ≤ window, over the
+    window ending at e = s·j + s − 1; by explicit loops."""
+    x = np.where(mask[..., None], x, 0.0)
+    batch, steps, features = x.shape
+    kernels = [[2.0 if k in chosen else -1.0 for k in range(9)] for chosen in itertools.combinations(range(9), 3)]
+    dilations = [d for d in (1, 2, 4, 8, 16, 32) if 8 * d + 1 <= window]
+    outputs = np.zeros((batch, -(-steps // strides), len(dilations), features, len(kernels)))
+    for j in range(outputs.shape[1]):
+        end = strides * j + strides - 1
+        for i, d in enumerate(dilations):
+            for m, v in enumerate(kernels):
+                for k in range(9):
+                    t = end - 8 * d + k * d
+                    if 0 <= t < steps:
+                        outputs[:, j, i, :, m] += v[k] * x[:, t]
+    return outputs.reshape(batch, outputs.shape[1], -1)
+
+
+@pytest.mark.parametrize(("window", "strides"), [(9, 1), (20, 3)])
+def test_local_features_minirocket_kernels(window, strides):
+    rng = np.random.default_rng(19)
+    x = rng.normal(size=(3, 23, 2))
+    mask = np.ones((3, 23), bool)
+    mask[0, 17:] = False
+    mask[1, 4] = False
+    layer = LocalFeatures(mode="kernels", window_size=window, strides=strides)
+    got = np.asarray(layer(x.astype("float32"), mask=mask))
+    np.testing.assert_allclose(got, minirocket_responses(x, window, strides, mask), atol=1e-4)
+    assert layer.count_params() == 0 and got.shape[-1] == 84 * 2 * (1 if window < 17 else 2)
+    with pytest.raises(ValueError, match=r"`window_size` must be at least 9.*window_size=8"):
+        LocalFeatures(mode="kernels", window_size=8)
 
 
 def test_tau_stays_in_the_unit_interval():
