@@ -80,10 +80,11 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     max(w, steps)). It learns nothing before the quantizer, so it suits
     small training sets; its width is 84·D per dilation, and a quantizer
     over it costs several times the `"conv"` front-end's. It is an option,
-    not yet the builders' default: on three univariate sets of
-    `bench_ucr.py`, NBoF with it and `max_steps=None` (every step; a stride
-    of 4 lost 7 points on OSULeaf) gained on OSULeaf and lost on one seed of
-    ArrowHead (see `benchmarks/RESULTS.md`).
+    not yet the builders' default: on the eight sets of `bench_ucr.py`
+    (3 seeds, 1,500 updates) NBoF with it and `max_steps=None` (every
+    step; a stride of 4 lost 7 points on OSULeaf) averaged 84.9% against
+    79.1% with `"conv"`, but took up to 10 minutes a fit on 1,460 steps
+    (see `benchmarks/RESULTS.md`).
 
     Args:
         sequence: A (batch, steps, features) Keras tensor, with its mask.
