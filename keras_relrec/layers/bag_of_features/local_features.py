@@ -160,12 +160,12 @@ class LocalFeatures(keras.layers.Layer):
             kernel = np.zeros((TAPS, features, features * KERNELS), "float32")
             for c in range(features):
                 kernel[:, c, KERNELS * c : KERNELS * (c + 1)] = taps
-            self._selector = ops.convert_to_tensor(kernel)
+            self._fixed_kernel = ops.convert_to_tensor(kernel)
             return
         if self.mode == "window":
             # The windows are a convolution with a fixed one-hot kernel:
             # output feature k·D + d is x_{t−w+1+k}, feature d.
-            self._selector = ops.reshape(
+            self._fixed_kernel = ops.reshape(
                 ops.eye(self.window_size * features),
                 (self.window_size, features, self.window_size * features),
             )
@@ -201,7 +201,7 @@ class LocalFeatures(keras.layers.Layer):
         # the extra window is cut off.
         padded = ops.pad(inputs, ((0, 0), (self.window_size - self.strides, self.strides), (0, 0)))
         if self.mode == "window":
-            kernel = ops.cast(self._selector, self.compute_dtype)
+            kernel = ops.cast(self._fixed_kernel, self.compute_dtype)
         else:
             kernel = ops.cast(self.kernel, self.compute_dtype)
         outputs = ops.conv(padded, kernel, strides=self.strides, padding="valid")
@@ -219,7 +219,7 @@ class LocalFeatures(keras.layers.Layer):
         # over 8·d zeros and the sequence; every s-th is kept (TensorFlow
         # has no strided dilated convolution). The s zeros on the right
         # give the last block its end and an empty sequence a window.
-        kernel = ops.cast(self._selector, self.compute_dtype)
+        kernel = ops.cast(self._fixed_kernel, self.compute_dtype)
         outputs = []
         for d in self.dilations:
             padded = ops.pad(inputs, ((0, 0), ((TAPS - 1) * d, self.strides), (0, 0)))
