@@ -176,9 +176,11 @@ def test_ucr_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_ucr.py", tmp_path, monkeypatch)
     row = next(line for line in text.splitlines() if line.startswith("| ItalyPowerDemand |"))
     # Every model has its cell: published DTW, the two baselines, the four
-    # builders; then the long-series table, raw steps against front-end.
-    assert row.count("|") == 6 + 2 + 4 + 1 and "95.0" in row
-    for model in ("MiniRocket", "1-NN DTW", "NBoF", "attention NBoF", "recurrent NBoF", "C(TABL)",
+    # builders and the option; then the long-series table, raw steps
+    # against front-end.
+    assert row.count("|") == 6 + 2 + 4 + 1 + 1 and "95.0" in row
+    for model in ("MiniRocket", "1-NN DTW", "NBoF", "attention NBoF", "recurrent NBoF", "C(TABL)", "NBoF, kernels",
+                  "'learning_rate': 0.01",
                   "The goal, as measured", "LSTM, raw steps", "relational memory, front-end"):
         assert model in text
     long_row = [line for line in text.splitlines() if line.startswith("| ItalyPowerDemand | 24 |")]
