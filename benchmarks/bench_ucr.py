@@ -13,7 +13,7 @@ sets, for every seed:
 - C(TABL): `tabl_network("C", "TABL")` with the conv front-end;
 - NBoF with the "kernels" front-end, an option of the builders (not their
   default): MiniRocket's fixed kernels before the quantizer, at most 512
-  steps, trained with its own recipe (`RECIPE_CHANGES`).
+  steps, trained by its own recipe (`FRONT_END_RECIPES`).
 
 Long series, on the univariate sets and the first seed: recurrent NBoF, an
 LSTM and a relational memory, each on the raw steps (every step, one value
@@ -98,7 +98,7 @@ MODELS = {
     "attention_nbof": ("attention NBoF", "nbof_classifier", {"attention": ("codeword", "temporal")}, True),
     "recurrent_nbof": ("recurrent NBoF", "recurrent_nbof_classifier", {}, True),
     "tabl": ("C(TABL)", "tabl_network", {"config": "C", "front_end": "conv"}, True),
-    "nbof_kernels": ("NBoF, kernels", "nbof_classifier", {"front_end": "kernels", "max_steps": 512}, True),
+    "nbof_kernels": ("NBoF, kernels", "nbof_classifier", {"front_end": "kernels"}, True),
     "recurrent_nbof_raw": ("recurrent NBoF, raw steps", "recurrent_nbof_classifier",
                            {"front_end": None, "max_steps": None}, False),
     "lstm_raw": ("LSTM, raw steps", recurrent_classifier, {"front_end": None}, False),
@@ -114,13 +114,6 @@ LONG_SERIES = {"recurrent NBoF": ("recurrent_nbof_raw", "recurrent_nbof"), "LSTM
 # them.
 BUILDERS = ("nbof", "attention_nbof", "recurrent_nbof", "tabl")
 OPTIONS = ("nbof_kernels",)
-# Where a model's recipe differs from its builder's (`RECIPES`): the kernels
-# front-end learns nothing before the quantizer and, at 1,460 steps
-# (ACSF1), still underfits after 1,500 updates at the default rate of
-# 3e-3 (training accuracy 56-61%); a rate of 1e-2 fits it better in as many
-# updates (seed 0: 65% against 56% on the test split, OSULeaf 81% against
-# 80%), a third of the 4,000 the "conv" front-end needs.
-RECIPE_CHANGES = {"nbof_kernels": {"learning_rate": 1e-2, "gradient_steps": 1500}}
 FIRST_SEED_ONLY = {"dtw"} | {m for pair in LONG_SERIES.values() for m in pair if m not in BUILDERS}
 # Recurrences over the raw steps grow with the length: the relational
 # memory takes about 3.5 minutes a fit at 150–251 steps here, and an LSTM or
@@ -189,10 +182,10 @@ def run_ours(model, data, seed, quick):
 
     _, builder, kwargs, _ = MODELS[model]
     builder = getattr(models, builder) if isinstance(builder, str) else builder
-    recipe = models.RECIPES[builder][1] if builder in models.RECIPES else models.Recipe()
-    recipe = dataclasses.replace(recipe, **RECIPE_CHANGES.get(model, {}))
+    recipe = None
     if quick:
-        recipe = dataclasses.replace(recipe, gradient_steps=10, updates_per_epoch=5)
+        default = models.recipe_for(builder, kwargs.get("front_end"))
+        recipe = dataclasses.replace(default, gradient_steps=10, updates_per_epoch=5)
     mask_value = None if data.equal_length else PAD
     classifier, _ = models.train_classifier(builder, data.x_train, data.y_train, mask_value=mask_value,
                                             seed=seed, recipe=recipe, **kwargs)
@@ -289,11 +282,9 @@ def report(results, sets, models, seeds, quick, wall):
         "(1-NN DTW is deterministic: one fit). Two worker processes, one TensorFlow thread each; the last "
         f"invocation took {wall / 60:.0f} min (results of earlier invocations are kept in the results file).",
         "- Ours: `train_classifier(builder, x, y, seed=…)`, the builder's recipe unchanged on every set "
-        "(`keras_relrec.models.RECIPES`)"
-        + "".join(f"; {label(m)}: `{MODELS[m][2]}` and the recipe with `{RECIPE_CHANGES[m]}`"
-                  for m in models if m in RECIPE_CHANGES)
-        + ". Published DTW: the archives' 1-NN DTW with a full window (UCR DataSummary; UEA: Bagnall et al. "
-        "2018, DTW_D).",
+        "(`keras_relrec.models.RECIPES`; NBoF, kernels: `front_end=\"kernels\"`, its recipe in "
+        "`FRONT_END_RECIPES`, at most 512 steps). Published DTW: the archives' 1-NN DTW with a full window (UCR "
+        "DataSummary; UEA: Bagnall et al. 2018, DTW_D).",
         "",
     ]
     header = ["set", "steps × channels", "classes", "train / test", "majority", "published DTW"]

@@ -180,7 +180,7 @@ def test_ucr_benchmark_quick(tmp_path, monkeypatch):
     # against front-end.
     assert row.count("|") == 6 + 2 + 4 + 1 + 1 and "95.0" in row
     for model in ("MiniRocket", "1-NN DTW", "NBoF", "attention NBoF", "recurrent NBoF", "C(TABL)", "NBoF, kernels",
-                  "'learning_rate': 0.01",
+                  "FRONT_END_RECIPES",
                   "The goal, as measured", "LSTM, raw steps", "relational memory, front-end"):
         assert model in text
     long_row = [line for line in text.splitlines() if line.startswith("| ItalyPowerDemand | 24 |")]

@@ -6,9 +6,11 @@ from keras_relrec.models.front_end import sequence_inputs
 from keras_relrec.models.nbof_classifiers import fit_codebook
 from keras_relrec.models.nbof_classifiers import nbof_classifier
 from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier
+from keras_relrec.models.recipes import FRONT_END_RECIPES
 from keras_relrec.models.recipes import RECIPES
 from keras_relrec.models.recipes import Recipe
 from keras_relrec.models.recipes import normalization_statistics
+from keras_relrec.models.recipes import recipe_for
 from keras_relrec.models.recipes import train_classifier
 from keras_relrec.models.tabl_networks import class_weights
 from keras_relrec.models.tabl_networks import compile_as_in_paper

@@ -3,6 +3,7 @@ family: the masked, normalized input and its local features (see
 `LocalFeatures`)."""
 
 import math
+import numbers
 
 import keras
 import numpy as np
@@ -12,9 +13,12 @@ from keras_relrec.utils import validation
 
 FRONT_ENDS = ("conv", "window", "kernels")
 # The front-end's defaults, in every builder: windows of this many steps,
-# at most this many steps of local features.
+# and with `max_steps="auto"` at most this many steps of local features.
+# The learned and window front-ends sum up blocks of a long series; the
+# kernels learn nothing, and a stride would only throw shape away (at most
+# 128 steps lost 7 points on OSULeaf), so they keep far more.
 WINDOW_SIZE = 16
-MAX_STEPS = 32
+MAX_STEPS = {"conv": 32, "window": 32, "kernels": 512}
 
 
 def front_end_strides(steps, max_steps):
@@ -48,7 +52,7 @@ def sequence_inputs(input_shape, mask_value=None, normalization=None, name="sequ
     return inputs, h
 
 
-def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_SIZE, max_steps=MAX_STEPS,
+def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_SIZE, max_steps="auto",
                     name="front_end"):
     """Local features of every step, for a layer that should see the shape
     of a series rather than its samples one by one.
@@ -66,32 +70,32 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     shortened to at most `max_steps` steps, each summing up its block of s
     steps and the w − s before it (w is raised to s if smaller). Masks pass
     through (an output is valid where a step of its block is).
+    `max_steps="auto"` is 32 for `"conv"` and `"window"`, 512 for
+    `"kernels"` (`MAX_STEPS`).
 
     An output of the second convolution reaches back over
     w + (⌈w/2⌉ − 1)·s steps: with the defaults (w = 16, at most 32 steps
     out) a quarter of a long series or more, so that a quantizer sees parts
     of the shape rather than local slopes. The defaults were chosen on
     three sets of `benchmarks/bench_ucr.py` (ArrowHead, OSULeaf,
-    PickupGestureWiimoteZ; w = 8 and 128 steps left NBoF 7 to 38 points
-    lower there).
+    PickupGestureWiimoteZ; w = 8 and 128 steps did worse there).
 
     `"kernels"` gives the quantizer MiniRocket's fixed kernels, each
     feature alone, at dilations reaching across the whole series (window
     max(w, steps)). It learns nothing before the quantizer, so it suits
     small training sets; its width is 84·D per dilation, and a quantizer
     over it costs several times the `"conv"` front-end's. It is an option,
-    not yet the builders' default: on the eight sets of `bench_ucr.py`
-    (3 seeds, 1,500 updates) NBoF with it and `max_steps=None` (every
-    step; a stride of 4 lost 7 points on OSULeaf) averaged 84.9% against
-    79.1% with `"conv"`, but took up to 10 minutes a fit on 1,460 steps
-    (see `benchmarks/RESULTS.md`).
+    not yet the builders' default; `train_classifier` trains NBoF with it
+    by a recipe of its own (`FRONT_END_RECIPES`). `benchmarks/RESULTS.md`
+    compares the two on the sets of `bench_ucr.py`.
 
     Args:
         sequence: A (batch, steps, features) Keras tensor, with its mask.
         front_end: `"conv"` (default), `"window"`, `"kernels"` or None.
         filters: Width of the convolutions.
         window_size: w of the first `LocalFeatures`.
-        max_steps: At most this many steps come out; None keeps them all.
+        max_steps: At most this many steps come out; `"auto"` (default)
+            the front-end's `MAX_STEPS`; None keeps them all.
         name: Prefix of the layers' names.
 
     Returns:
@@ -101,8 +105,13 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
         return sequence
     validation.check_choice("front_end", front_end, FRONT_ENDS)
     validation.check_positive_int("window_size", window_size)
-    if max_steps is not None:
-        validation.check_positive_int("max_steps", max_steps)
+    if isinstance(max_steps, str) and max_steps == "auto":
+        max_steps = MAX_STEPS[front_end]
+    elif max_steps is not None and (isinstance(max_steps, (bool, str)) or not isinstance(max_steps, numbers.Integral)
+                                    or max_steps <= 0):
+        raise ValueError(
+            f"Argument `max_steps` must be a positive integer, 'auto' or None; received max_steps={max_steps!r}."
+        )
     strides = front_end_strides(sequence.shape[1], max_steps)
     window_size = max(window_size, strides)
     if front_end == "window":

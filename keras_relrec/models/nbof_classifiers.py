@@ -7,7 +7,6 @@ from keras_relrec.layers import BoFQuantizer
 from keras_relrec.layers import LocalFeatures
 from keras_relrec.layers import RecurrentBoFCell
 from keras_relrec.layers import TwoDAttention
-from keras_relrec.models.front_end import MAX_STEPS
 from keras_relrec.models.front_end import WINDOW_SIZE
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import sequence_inputs
@@ -28,7 +27,7 @@ def nbof_classifier(
     front_end="conv",
     front_end_filters=32,
     window_size=WINDOW_SIZE,
-    max_steps=MAX_STEPS,
+    max_steps="auto",
     temporal_rank=8,
     hidden_units=64,
     dropout=0.2,
@@ -80,7 +79,8 @@ def nbof_classifier(
             kernels) or None (the raw steps); see `local_front_end`.
         front_end_filters, window_size: Width and window of the front-end.
         max_steps: The front-end's stride shortens longer series to at most
-            this many steps (default 32); None keeps every step.
+            this many steps; `"auto"` (default): 32, or 512 for
+            `"kernels"`; None keeps every step.
         temporal_rank: Rank r of the temporal attention's W = 1/L + U Vᵀ
             (2·L·r weights, default 8); None for the paper's full L × L W,
             whose weights grow with the square of the steps L.
@@ -130,7 +130,7 @@ def recurrent_nbof_classifier(
     front_end="conv",
     front_end_filters=32,
     window_size=WINDOW_SIZE,
-    max_steps=MAX_STEPS,
+    max_steps="auto",
     hidden_units=64,
     dropout=0.2,
     codebook_data=None,
@@ -147,7 +147,7 @@ def recurrent_nbof_classifier(
 
     Input: as `nbof_classifier`, whose reasons for the default front-end
     hold here too. On long series the front-end's stride also shortens
-    the recurrence (at most `max_steps` steps, 32 by default), which is
+    the recurrence (at most `max_steps` steps, 32 with `"conv"`), which is
     what keeps it trainable (`benchmarks/bench_ucr.py` measures it against
     the raw steps).
 

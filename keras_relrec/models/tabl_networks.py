@@ -5,7 +5,6 @@ import numpy as np
 
 from keras_relrec.layers import TABL
 from keras_relrec.layers import BilinearLayer
-from keras_relrec.models.front_end import MAX_STEPS
 from keras_relrec.models.front_end import WINDOW_SIZE
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import sequence_inputs
@@ -31,7 +30,7 @@ def tabl_network(
     front_end=None,
     front_end_filters=32,
     window_size=WINDOW_SIZE,
-    max_steps=MAX_STEPS,
+    max_steps="auto",
     name=None,
 ):
     """The paper's A, B or C network; outputs class logits.

@@ -5,10 +5,13 @@ import keras
 import numpy as np
 import pytest
 
+from keras_relrec.models import FRONT_END_RECIPES
+from keras_relrec.models import RECIPES
 from keras_relrec.models import Recipe
 from keras_relrec.models import local_front_end
 from keras_relrec.models import nbof_classifier
 from keras_relrec.models import normalization_statistics
+from keras_relrec.models import recipe_for
 from keras_relrec.models import recurrent_nbof_classifier
 from keras_relrec.models import sequence_inputs
 from keras_relrec.models import tabl_network
@@ -112,6 +115,9 @@ def test_front_end_stride_keeps_long_series_short():
     assert local_front_end(inputs, None) is inputs
     with pytest.raises(ValueError, match="front_end='fourier'"):
         local_front_end(inputs, "fourier")
+    for bad in ("automatic", 0, 2.5):
+        with pytest.raises(ValueError, match=f"'auto' or None; received max_steps={bad!r}"):
+            local_front_end(inputs, max_steps=bad)
     with pytest.raises(ValueError, match="data_format='channels_first'"):
         tabl_network(input_shape=(1, 50), data_format="channels_first", front_end="conv")
 
@@ -166,6 +172,30 @@ def test_small_classes_train_on_everything_for_the_planned_updates():
     _, history = train_classifier(nbof_classifier, x, y, seed=0, jit_compile=False,
                                   recipe=Recipe(gradient_steps=30, updates_per_epoch=5, validation_min_per_class=9))
     assert "val_loss" in history.history
+
+
+def test_the_kernels_front_end_keeps_more_steps_and_trains_by_a_recipe_of_its_own(monkeypatch):
+    """MiniRocket's kernels learn nothing, so `max_steps="auto"` keeps up
+    to 512 steps of them (32 of the learned front-end), and
+    `train_classifier` trains NBoF with them by `FRONT_END_RECIPES`."""
+    assert local_front_end(keras.Input((427, 1)), "kernels").shape[1] == 427
+    # Stride ⌈1460 / 512⌉ = 3.
+    assert local_front_end(keras.Input((1460, 1)), "kernels").shape[1] == 487
+    kernels = FRONT_END_RECIPES[nbof_classifier, "kernels"]
+    assert (kernels.learning_rate, kernels.gradient_steps) == (1e-2, 1500)
+    assert recipe_for(nbof_classifier, "kernels") is kernels
+    for builder, front_end in [(nbof_classifier, None), (nbof_classifier, "conv"),
+                               (recurrent_nbof_classifier, "kernels"), (tabl_network, "kernels")]:
+        assert recipe_for(builder, front_end) is RECIPES[builder][1]
+    # train_classifier goes by it: a short stand-in plans the epochs that run
+    # (nine examples a class: nothing held out, every epoch runs).
+    x, _ = ramps(18)
+    y = np.repeat([0, 1], 9).astype("int32")
+    short = Recipe(gradient_steps=20, updates_per_epoch=5)
+    monkeypatch.setitem(FRONT_END_RECIPES, (nbof_classifier, "kernels"), short)
+    model, history = train_classifier(nbof_classifier, x, y, seed=0, jit_compile=False, front_end="kernels")
+    assert len(history.history["loss"]) == short.plan(18)[2] != RECIPES[nbof_classifier][1].plan(18)[2]
+    assert model.get_layer("front_end").mode == "kernels"
 
 
 def test_front_end_strides_by_the_median_length_of_padded_series():
