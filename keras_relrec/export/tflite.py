@@ -5,7 +5,6 @@ import contextlib
 import pathlib
 import tempfile
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -143,10 +142,7 @@ def export_tflite(
     if quantize == "int8":
         calibration = _calibration_data(plan, representative_data, streaming, batch_size, fixed)
     with tempfile.TemporaryDirectory() as folder:
-        # A SavedModel for the converter only: the endpoints bring their
-        # variables; tracking the model too would walk every layer for
-        # lookup tables, seconds on a large graph.
-        archive = keras.export.ExportArchive()
+        archive = endpoints.new_archive(model)
         with recurrent_loop.unrolled() if target == "accelerator" else contextlib.nullcontext():
             keys = endpoints.add_endpoints(
                 archive,

@@ -71,7 +71,9 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     steps and the w − s before it (w is raised to s if smaller). Masks pass
     through (an output is valid where a step of its block is).
     `max_steps="auto"` is 32 for `"conv"` and `"window"`, 512 for
-    `"kernels"` (`MAX_STEPS`).
+    `"kernels"` (`MAX_STEPS`; 512 was measured for NBoF: before a
+    recurrence it makes the recurrence up to 512 steps long, so pass a
+    smaller `max_steps` there if it trains too slowly).
 
     An output of the second convolution reaches back over
     w + (⌈w/2⌉ − 1)·s steps: with the defaults (w = 16, at most 32 steps
@@ -101,17 +103,19 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     Returns:
         The front-end's output, a (batch, steps', width) Keras tensor.
     """
+    auto = isinstance(max_steps, str) and max_steps == "auto"
+    if not auto and max_steps is not None and (
+        isinstance(max_steps, (bool, str)) or not isinstance(max_steps, numbers.Integral) or max_steps <= 0
+    ):
+        raise ValueError(
+            f"Argument `max_steps` must be a positive integer, 'auto' or None; received max_steps={max_steps!r}."
+        )
     if front_end is None:
         return sequence
     validation.check_choice("front_end", front_end, FRONT_ENDS)
     validation.check_positive_int("window_size", window_size)
-    if isinstance(max_steps, str) and max_steps == "auto":
+    if auto:
         max_steps = MAX_STEPS[front_end]
-    elif max_steps is not None and (isinstance(max_steps, (bool, str)) or not isinstance(max_steps, numbers.Integral)
-                                    or max_steps <= 0):
-        raise ValueError(
-            f"Argument `max_steps` must be a positive integer, 'auto' or None; received max_steps={max_steps!r}."
-        )
     strides = front_end_strides(sequence.shape[1], max_steps)
     window_size = max(window_size, strides)
     if front_end == "window":

@@ -147,7 +147,8 @@ def recurrent_nbof_classifier(
 
     Input: as `nbof_classifier`, whose reasons for the default front-end
     hold here too. On long series the front-end's stride also shortens
-    the recurrence (at most `max_steps` steps, 32 with `"conv"`), which is
+    the recurrence (at most `max_steps` steps, 32 with `"conv"` or
+    `"window"`), which is
     what keeps it trainable (`benchmarks/bench_ucr.py` measures it against
     the raw steps).
 

@@ -83,7 +83,8 @@ def _front_end(x, mask_value, kwargs, front_end="conv"):
     median length and the front-end's `MAX_STEPS`; `front_end` is the
     builder's default."""
     front_end = kwargs.get("front_end", front_end)
-    if front_end in MAX_STEPS and kwargs.get("max_steps", "auto") == "auto":
+    # Anything else is the builder's to refuse.
+    if isinstance(front_end, str) and front_end in MAX_STEPS and kwargs.get("max_steps", "auto") == "auto":
         return {**kwargs, "max_steps": front_end_max_steps(x, mask_value, MAX_STEPS[front_end])}
     return kwargs
 
@@ -127,7 +128,7 @@ def recipe_for(builder, front_end=None):
     """The `Recipe` `train_classifier` trains `builder` by, given the
     `front_end` asked for (None: the builder's default)."""
     default = RECIPES[builder][1] if builder in RECIPES else Recipe()
-    return FRONT_END_RECIPES.get((builder, front_end), default)
+    return FRONT_END_RECIPES.get((builder, front_end), default) if isinstance(front_end, str) else default
 
 
 def normalization_statistics(x, mask_value=None):

@@ -118,6 +118,11 @@ def test_front_end_stride_keeps_long_series_short():
     for bad in ("automatic", 0, 2.5):
         with pytest.raises(ValueError, match=f"'auto' or None; received max_steps={bad!r}"):
             local_front_end(inputs, max_steps=bad)
+        # Refused even where no front-end would use it.
+        with pytest.raises(ValueError, match=f"received max_steps={bad!r}"):
+            tabl_network(input_shape=(50, 1), max_steps=bad)
+    with pytest.raises(ValueError, match=r"front_end=\['conv'\]"):
+        train_classifier(nbof_classifier, *ramps(8), front_end=["conv"])
     with pytest.raises(ValueError, match="data_format='channels_first'"):
         tabl_network(input_shape=(1, 50), data_format="channels_first", front_end="conv")
 
