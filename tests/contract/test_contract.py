@@ -251,10 +251,11 @@ WORKERS = {
     "portable": {"KERAS_BACKEND": "tensorflow", "TF_ENABLE_ONEDNN_OPTS": "0"},
 }
 # Every worker compares outputs and training steps, with and without masks.
-# A step on constant inputs (sqrt's gradient at 0) runs here on TensorFlow
-# and on JAX; its gradient formulas are TensorFlow's whatever the kernels,
-# so the portable rerun leaves it out, and dropout inside the loop (masks
-# drawn inside `lax.scan`), which the dropout tests cover on TensorFlow.
+# A step on constant inputs (sqrt's gradient at 0) runs on TensorFlow (in
+# this process) and on JAX, not in the portable rerun: TensorFlow's gradient
+# formulas are the same whatever the kernels. Dropout inside the loop (masks
+# drawn inside `lax.scan`) runs on JAX only; the dropout tests cover
+# TensorFlow.
 JAX_ONLY = ["jax"]
 
 
