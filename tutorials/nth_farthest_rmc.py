@@ -51,7 +51,7 @@ PAPER_RESULTS = "RMC about 91%, LSTM and DNC about 30% (8 vectors of 16 dimensio
 TASKS = {"small": {"num_objects": 3, "num_features": 1}, "reduced": REDUCED, "paper": PAPER}
 
 
-def build(kind, task, rmc_config, lstm_units, mlp_width, learning_rate):
+def build(kind, task, rmc_config, lstm_units, mlp_width, learning_rate, eager=False):
     width = task["num_features"] + 3 * task["num_objects"]
     inputs = keras.Input((task["num_objects"], width), name="rows")
     if kind == "RMC":
@@ -67,7 +67,8 @@ def build(kind, task, rmc_config, lstm_units, mlp_width, learning_rate):
         optimizer=keras.optimizers.Adam(learning_rate, clipnorm=1.0),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
-        jit_compile=True,
+        jit_compile=not eager,
+        run_eagerly=eager,
     )
     return model
 
@@ -168,11 +169,12 @@ def main(argv=None):
 
     keras.utils.set_random_seed(args.seed)
     # The LSTM is sized by the RMC's weights, so the RMC is built either way.
-    rmc = build("RMC", task, rmc_config, None, mlp_width, args.learning_rate)
+    # Tiny runs eagerly: compiling costs more than their few steps.
+    rmc = build("RMC", task, rmc_config, None, mlp_width, args.learning_rate, eager=args.tiny)
     width = task["num_features"] + 3 * task["num_objects"]
     units = matching_lstm_units(recurrent_weights(rmc), width)
     models = {"RMC": rmc,
-              "LSTM": build("LSTM", task, None, units, mlp_width, args.learning_rate)}
+              "LSTM": build("LSTM", task, None, units, mlp_width, args.learning_rate, eager=args.tiny)}
     models = {kind: models[kind] for kind in args.models}
 
     results, curves = [], {}

@@ -7,8 +7,8 @@ Usage: KERAS_BACKEND=jax python backend_worker.py DIR SUFFIX --jax-checks
 
 For every `<id>.tf.npz` case in DIR written by the main process, loads the
 `.keras` files named there with nothing but `import keras_relrec`, and writes
-`<id>.<SUFFIX>.npz` with the outputs and the weights after one SGD step, with
-and without masks; with `--jax-checks`, also whether a step on all-zero
+`<id>.<SUFFIX>.npz` with the outputs and the weights after one SGD step;
+with `--jax-checks`, also the same with masks, whether a step on all-zero
 inputs stays finite and the results of the dropout runs.
 """
 
@@ -34,10 +34,35 @@ def unpack(data, prefix):
     return values[0] if len(values) == 1 else values
 
 
-def fit_one_step(model, x, y):
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
-    model.train_on_batch(x, y)
+# The names of the `Dense` layers that the main process puts in front of
+# the layer (`behind_a_dense` in test_contract.py).
+IN_FRONT = "in_front"
+
+
+def sgd_mse(model, **compile_kwargs):
+    """`model`, compiled for SGD (learning rate 0.1) on the MSE."""
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", **compile_kwargs)
+    return model
+
+
+def fit_one_step(model, x, y, **compile_kwargs):
+    """The weights after one step of `sgd_mse`."""
+    sgd_mse(model, **compile_kwargs).train_on_batch(x, y)
     return model.get_weights()
+
+
+def zeros_step_finite(model, x, y):
+    """Whether a step on all-zero inputs (blank pixels, silence) leaves the
+    weights finite, for a model that `fit_one_step` compiled: the `Dense`
+    layers in front get zero biases, so that the layer sees all-zero rows,
+    and no sqrt or norm of a constant row may give 0/0 (JAX's sqrt gradient
+    at 0 times 0 is NaN where TensorFlow's is not). Same shapes, so the
+    compiled step is reused."""
+    for layer in model.layers:
+        if layer.name.startswith(IN_FRONT):
+            layer.bias.assign(np.zeros(layer.bias.shape, layer.bias.dtype))
+    model.train_on_batch(keras.tree.map_structure(np.zeros_like, x), y)
+    return all(np.all(np.isfinite(w)) for w in model.get_weights())
 
 
 def main(folder, suffix, jax_checks=False):
@@ -53,17 +78,10 @@ def main(folder, suffix, jax_checks=False):
         for i, w in enumerate(weights):
             out[f"fit_weight_{i}"] = np.asarray(w)
 
-        if jax_checks:
-            # A step on all-zero inputs (blank pixels, silence) through a
-            # Dense with zero biases stays finite: no sqrt or norm of a
-            # constant row may give 0/0 (JAX's sqrt gradient at 0 times 0 is
-            # NaN where TensorFlow's is not).
-            zeros = keras.saving.load_model(folder / f"{name}.zeros.keras", safe_mode=True)
-            weights = fit_one_step(zeros, keras.tree.map_structure(np.zeros_like, x), y)
-            out["zeros_step_finite"] = np.array(all(np.all(np.isfinite(w)) for w in weights))
-
         masked_path = folder / f"{name}.masked.keras"
-        if masked_path.exists():
+        if jax_checks:
+            out["zeros_step_finite"] = np.array(zeros_step_finite(model, x, y))
+        if jax_checks and masked_path.exists():
             masked = keras.saving.load_model(masked_path, safe_mode=True)
             x_masked = unpack(data, "x_masked")
             out.update(pack("masked_outputs", masked.predict_on_batch(x_masked)))
