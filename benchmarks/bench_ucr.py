@@ -6,19 +6,20 @@ with its official train/test split. Each builder is trained by
 `keras_relrec.models.train_classifier` with its recipe, unchanged across
 sets, for every seed:
 
-- NBoF: `nbof_classifier` (conv front-end, 32 codewords);
+- NBoF: `nbof_classifier` (its default "kernels" front-end: MiniRocket's
+  fixed kernels before the quantizer, at most 512 steps; 32 codewords);
 - attention NBoF: the same with codeword and temporal attention (the
   temporal W of rank 8);
-- recurrent NBoF: `recurrent_nbof_classifier`;
-- C(TABL): `tabl_network("C", "TABL")` with the conv front-end;
-- NBoF with the "kernels" front-end, an option of the builders (not their
-  default): MiniRocket's fixed kernels before the quantizer, at most 512
-  steps, trained by its own recipe (`FRONT_END_RECIPES`).
+- recurrent NBoF: `recurrent_nbof_classifier` (its default "conv"
+  front-end);
+- C(TABL): `tabl_network("C", "TABL")` with the "conv" front-end;
+- options beside them: NBoF and attention NBoF with the learned "conv"
+  front-end instead, trained by its recipe in `FRONT_END_RECIPES`.
 
 Long series, on the univariate sets and the first seed: recurrent NBoF, an
 LSTM and a relational memory, each on the raw steps (every step, one value
-each) and behind the builders' front-end (`local_front_end`: at most 32
-steps of local features); the LSTM and the relational memory are models of
+each) and behind the learned "conv" front-end (`local_front_end`: at most
+32 steps of local features); the LSTM and the relational memory are models of
 one's own (`recurrent_classifier` below) trained by the same
 `train_classifier` with the default `Recipe`.
 
@@ -98,7 +99,9 @@ MODELS = {
     "attention_nbof": ("attention NBoF", "nbof_classifier", {"attention": ("codeword", "temporal")}, True),
     "recurrent_nbof": ("recurrent NBoF", "recurrent_nbof_classifier", {}, True),
     "tabl": ("C(TABL)", "tabl_network", {"config": "C", "front_end": "conv"}, True),
-    "nbof_kernels": ("NBoF, kernels", "nbof_classifier", {"front_end": "kernels"}, True),
+    "nbof_conv": ("NBoF, conv", "nbof_classifier", {"front_end": "conv"}, True),
+    "attention_nbof_conv": ("attention NBoF, conv", "nbof_classifier",
+                            {"attention": ("codeword", "temporal"), "front_end": "conv"}, True),
     "recurrent_nbof_raw": ("recurrent NBoF, raw steps", "recurrent_nbof_classifier",
                            {"front_end": None, "max_steps": None}, False),
     "lstm_raw": ("LSTM, raw steps", recurrent_classifier, {"front_end": None}, False),
@@ -113,7 +116,7 @@ LONG_SERIES = {"recurrent NBoF": ("recurrent_nbof_raw", "recurrent_nbof"), "LSTM
 # The ready-made builders, in the main table, and options of theirs beside
 # them.
 BUILDERS = ("nbof", "attention_nbof", "recurrent_nbof", "tabl")
-OPTIONS = ("nbof_kernels",)
+OPTIONS = ("nbof_conv", "attention_nbof_conv")
 FIRST_SEED_ONLY = {"dtw"} | {m for pair in LONG_SERIES.values() for m in pair if m not in BUILDERS}
 # Recurrences over the raw steps grow with the length: the relational
 # memory takes about 3.5 minutes a fit at 150–251 steps here, and an LSTM or
@@ -184,7 +187,7 @@ def run_ours(model, data, seed, quick):
     builder = getattr(models, builder) if isinstance(builder, str) else builder
     recipe = None
     if quick:
-        default = models.recipe_for(builder, kwargs.get("front_end"))
+        default = models.recipe_for(builder, **kwargs)
         recipe = dataclasses.replace(default, gradient_steps=10, updates_per_epoch=5)
     mask_value = None if data.equal_length else PAD
     classifier, _ = models.train_classifier(builder, data.x_train, data.y_train, mask_value=mask_value,
@@ -270,7 +273,7 @@ def in_main_table(models):
     return [m for m in models if m in BASELINES or m in BUILDERS or m in OPTIONS]
 
 
-def report(results, sets, models, seeds, quick, wall):
+def report(results, sets, models, seeds, quick, wall, fits):
     table = summarize(results, sets, models, seeds)
     info = {name: describe(name) for name in sets}
     main_models = in_main_table(models)
@@ -280,10 +283,11 @@ def report(results, sets, models, seeds, quick, wall):
     lines += [
         f"- Seeds: {', '.join(map(str, seeds))}; test accuracy %, mean ± standard deviation over the seeds "
         "(1-NN DTW is deterministic: one fit). Two worker processes, one TensorFlow thread each; the last "
-        f"invocation took {wall / 60:.0f} min (results of earlier invocations are kept in the results file).",
+        f"invocation ran {fits} fits in {wall / 60:.0f} min (results of earlier invocations are kept in the results "
+        "file).",
         "- Ours: `train_classifier(builder, x, y, seed=…)`, the builder's recipe unchanged on every set "
-        "(`keras_relrec.models.RECIPES`; NBoF, kernels: `front_end=\"kernels\"`, its recipe in "
-        "`FRONT_END_RECIPES`, at most 512 steps). Published DTW: the archives' 1-NN DTW with a full window (UCR "
+        "(`keras_relrec.models.RECIPES`; the options, `front_end=\"conv\"`: by NBoF's recipe for it in "
+        "`FRONT_END_RECIPES`). Published DTW: the archives' 1-NN DTW with a full window (UCR "
         "DataSummary; UEA: Bagnall et al. 2018, DTW_D).",
         "",
     ]
@@ -437,7 +441,7 @@ def main():
                     json.dump(results, f)
     wall = time.perf_counter() - started
     results_file.use_tensorflow_backend()
-    lines, table, _ = report(results, args.sets, args.models, args.seeds, args.quick, wall)
+    lines, table, _ = report(results, args.sets, args.models, args.seeds, args.quick, wall, len(tasks))
     main_models = in_main_table(args.models)
     if not args.quick and main_models:
         os.makedirs(os.path.dirname(args.plot), exist_ok=True)

@@ -176,11 +176,11 @@ def test_ucr_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_ucr.py", tmp_path, monkeypatch)
     row = next(line for line in text.splitlines() if line.startswith("| ItalyPowerDemand |"))
     # Every model has its cell: published DTW, the two baselines, the four
-    # builders and the option; then the long-series table, raw steps
+    # builders and the two options; then the long-series table, raw steps
     # against front-end.
-    assert row.count("|") == 6 + 2 + 4 + 1 + 1 and "95.0" in row
-    for model in ("MiniRocket", "1-NN DTW", "NBoF", "attention NBoF", "recurrent NBoF", "C(TABL)", "NBoF, kernels",
-                  "FRONT_END_RECIPES",
+    assert row.count("|") == 6 + 2 + 4 + 2 + 1 and "95.0" in row
+    for model in ("MiniRocket", "1-NN DTW", "NBoF", "attention NBoF", "recurrent NBoF", "C(TABL)", "NBoF, conv",
+                  "attention NBoF, conv", "FRONT_END_RECIPES",
                   "The goal, as measured", "LSTM, raw steps", "relational memory, front-end"):
         assert model in text
     long_row = [line for line in text.splitlines() if line.startswith("| ItalyPowerDemand | 24 |")]

@@ -3,7 +3,6 @@ family: the masked, normalized input and its local features (see
 `LocalFeatures`)."""
 
 import math
-import numbers
 
 import keras
 import numpy as np
@@ -86,14 +85,14 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     feature alone, at dilations reaching across the whole series (window
     max(w, steps)). It learns nothing before the quantizer, so it suits
     small training sets; its width is 84·D per dilation, and a quantizer
-    over it costs several times the `"conv"` front-end's. It is an option,
-    not yet the builders' default; `train_classifier` trains NBoF with it
-    by a recipe of its own (`FRONT_END_RECIPES`). `benchmarks/RESULTS.md`
-    compares the two on the sets of `bench_ucr.py`.
+    over it costs several times the `"conv"` front-end's. It is
+    `nbof_classifier`'s default; `benchmarks/RESULTS.md` compares it with
+    `"conv"` on the sets of `bench_ucr.py`.
 
     Args:
         sequence: A (batch, steps, features) Keras tensor, with its mask.
-        front_end: `"conv"` (default), `"window"`, `"kernels"` or None.
+        front_end: `"conv"` (default), `"window"`, `"kernels"` or None
+            (the builders' defaults are their own).
         filters: Width of the convolutions.
         window_size: w of the first `LocalFeatures`.
         max_steps: At most this many steps come out; `"auto"` (default)
@@ -104,12 +103,14 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
         The front-end's output, a (batch, steps', width) Keras tensor.
     """
     auto = isinstance(max_steps, str) and max_steps == "auto"
-    if not auto and max_steps is not None and (
-        isinstance(max_steps, (bool, str)) or not isinstance(max_steps, numbers.Integral) or max_steps <= 0
-    ):
-        raise ValueError(
-            f"Argument `max_steps` must be a positive integer, 'auto' or None; received max_steps={max_steps!r}."
-        )
+    if not auto and max_steps is not None:
+        try:
+            validation.check_positive_int("max_steps", max_steps)
+        except ValueError:
+            raise ValueError(
+                f"Argument `max_steps` must be a positive integer, 'auto' or None; received "
+                f"max_steps={max_steps!r}."
+            ) from None
     if front_end is None:
         return sequence
     validation.check_choice("front_end", front_end, FRONT_ENDS)

@@ -24,7 +24,7 @@ def nbof_classifier(
     scale="per_dimension",
     mask_value=0.0,
     normalization=None,
-    front_end="conv",
+    front_end="kernels",
     front_end_filters=32,
     window_size=WINDOW_SIZE,
     max_steps="auto",
@@ -56,10 +56,12 @@ def nbof_classifier(
     lengths differ. The quantizer histograms the vectors it sees; fed one
     value per step it could only count amplitudes and would lose the shape
     of the series. The default front-end (`local_front_end`) therefore
-    gives it learned local features of each step's last few steps, for
-    univariate and multivariate series alike; `front_end=None` quantizes
-    the raw steps (the paper's setting, for features that already describe
-    a step, e.g. speech frames or order-book levels).
+    gives it the responses of MiniRocket's fixed kernels at every step,
+    for univariate and multivariate series alike (on the sets of
+    `benchmarks/bench_ucr.py` it beat the learned `"conv"` front-end by
+    several points); `front_end=None` quantizes the raw steps (the paper's
+    setting, for features that already describe a step, e.g. speech frames
+    or order-book levels).
 
     Args:
         input_shape: (steps, features) of one example; steps may be `None`
@@ -74,9 +76,9 @@ def nbof_classifier(
         normalization: Optional `(mean, variance)` per feature, for a
             `Normalization` layer after the masking (statistics of the
             valid training steps).
-        front_end: `"conv"` (default, learned), `"window"` (raw
-            sub-sequences), `"kernels"` (MiniRocket's fixed dilated
-            kernels) or None (the raw steps); see `local_front_end`.
+        front_end: `"kernels"` (default, MiniRocket's fixed dilated
+            kernels), `"conv"` (learned), `"window"` (raw sub-sequences)
+            or None (the raw steps); see `local_front_end`.
         front_end_filters, window_size: Width and window of the front-end.
         max_steps: The front-end's stride shortens longer series to at most
             this many steps; `"auto"` (default): 32, or 512 for
@@ -145,15 +147,16 @@ def recurrent_nbof_classifier(
              → RNN(RecurrentBoFCell) → mean over the valid steps → head
     ```
 
-    Input: as `nbof_classifier`, whose reasons for the default front-end
-    hold here too. On long series the front-end's stride also shortens
-    the recurrence (at most `max_steps` steps, 32 with `"conv"` or
-    `"window"`), which is
-    what keeps it trainable (`benchmarks/bench_ucr.py` measures it against
-    the raw steps).
+    Input: as `nbof_classifier`, whose reasons for a front-end hold here
+    too. On long series the front-end's stride also shortens the
+    recurrence (at most `max_steps` steps, 32 with `"conv"` or
+    `"window"`), which is what keeps it trainable
+    (`benchmarks/bench_ucr.py` measures it against the raw steps).
 
     Args: as `nbof_classifier` (without `attention` and
-    `temporal_rank`). The recurrent quantizer's layer is named
+    `temporal_rank`), except that the default front-end is `"conv"`:
+    `"kernels"` keeps up to 512 steps, a recurrence that long trains
+    several times slower. The recurrent quantizer's layer is named
     `recurrent_quantizer`.
     """
     _check_head(num_classes, hidden_units, dropout)

@@ -1,6 +1,7 @@
 """One training recipe per classifier builder, the same on every data set."""
 
 import dataclasses
+import inspect
 import math
 
 import keras
@@ -78,10 +79,20 @@ def front_end_max_steps(x, mask_value=None, max_steps=MAX_STEPS["conv"]):
     return -(-x.shape[1] // strides)
 
 
-def _front_end(x, mask_value, kwargs, front_end="conv"):
+def default_front_end(builder):
+    """The front-end `builder` uses when none is given: its `front_end`
+    argument's default, None for a builder without one."""
+    try:
+        parameter = inspect.signature(builder).parameters.get("front_end")
+    except (TypeError, ValueError):  # a callable without a signature
+        return None
+    return None if parameter is None or parameter.default is inspect.Parameter.empty else parameter.default
+
+
+def _front_end(x, mask_value, kwargs, front_end):
     """The front-end's arguments, `max_steps` ("auto" or left out) from the
-    median length and the front-end's `MAX_STEPS`; `front_end` is the
-    builder's default."""
+    median length and the front-end's `MAX_STEPS`; `front_end` is the one
+    used when `kwargs` name none."""
     front_end = kwargs.get("front_end", front_end)
     # Anything else is the builder's to refuse.
     if isinstance(front_end, str) and front_end in MAX_STEPS and kwargs.get("max_steps", "auto") == "auto":
@@ -92,43 +103,49 @@ def _front_end(x, mask_value, kwargs, front_end="conv"):
 def _nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
     return nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32), mask_value=mask_value,
                            normalization=normalization, codebook_data=x, seed=seed,
-                           **_front_end(x, mask_value, kwargs))
+                           **_front_end(x, mask_value, kwargs, default_front_end(nbof_classifier)))
 
 
 def _recurrent_nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
     return recurrent_nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32),
                                      mask_value=mask_value, normalization=normalization, codebook_data=x,
-                                     seed=seed, **_front_end(x, mask_value, kwargs))
+                                     seed=seed,
+                                     **_front_end(x, mask_value, kwargs, default_front_end(recurrent_nbof_classifier)))
 
 
 def _tabl(x, num_classes, mask_value, normalization, seed, **kwargs):
     return tabl_network(input_shape=x.shape[1:], num_classes=num_classes, mask_value=mask_value,
-                        normalization=normalization, **_front_end(x, mask_value, kwargs, front_end=None))
+                        normalization=normalization,
+                        **_front_end(x, mask_value, kwargs, default_front_end(tabl_network)))
 
 
-# Each builder, how the trainer calls it, and its recipe. NBoF plans 4,000
-# updates: with 1,500 it still underfitted the longer sets of
-# benchmarks/bench_ucr.py (training accuracy 73-93% on OSULeaf and ACSF1).
+# Each builder, how the trainer calls it, and its recipe with its default
+# front-end. With "kernels" (NBoF's default) the model learns nothing before
+# the quantizer; at 1,460 steps (ACSF1) 1,500 updates at a rate of 3e-3
+# still underfitted (training accuracy 56-61%), and a rate of 1e-2 fitted
+# it better in as many (benchmarks/RESULTS.md).
 RECIPES = {
-    nbof_classifier: (_nbof, Recipe(gradient_steps=4000)),
+    nbof_classifier: (_nbof, Recipe(learning_rate=1e-2, gradient_steps=1500)),
     recurrent_nbof_classifier: (_recurrent_nbof, Recipe()),
     tabl_network: (_tabl, Recipe()),
 }
-# Where a front-end of the builder's trains by another recipe. With
-# "kernels" NBoF learns nothing before the quantizer; at 1,460 steps
-# (ACSF1) 1,500 updates at the default rate of 3e-3 still underfitted
-# (training accuracy 56-61%), and a rate of 1e-2 fitted it better in as
-# many (benchmarks/RESULTS.md).
+# Where another front-end of the builder's trains by another recipe. NBoF
+# with a learned front-end (or on the raw steps) plans 4,000 updates: with
+# 1,500 it still underfitted the longer sets of benchmarks/bench_ucr.py
+# (training accuracy 73-93% on OSULeaf and ACSF1).
 FRONT_END_RECIPES = {
-    (nbof_classifier, "kernels"): Recipe(learning_rate=1e-2, gradient_steps=1500),
+    (nbof_classifier, front_end): Recipe(gradient_steps=4000) for front_end in ("conv", "window", None)
 }
 
 
-def recipe_for(builder, front_end=None):
-    """The `Recipe` `train_classifier` trains `builder` by, given the
-    `front_end` asked for (None: the builder's default)."""
+def recipe_for(builder, **kwargs):
+    """The `Recipe` `train_classifier` trains `builder` by when it is
+    called with the builder arguments `kwargs`: by the `front_end` they
+    name, or the builder's default."""
+    front_end = kwargs.get("front_end", default_front_end(builder))
     default = RECIPES[builder][1] if builder in RECIPES else Recipe()
-    return FRONT_END_RECIPES.get((builder, front_end), default) if isinstance(front_end, str) else default
+    hashable = front_end is None or isinstance(front_end, str)
+    return FRONT_END_RECIPES.get((builder, front_end), default) if hashable else default
 
 
 def normalization_statistics(x, mask_value=None):
@@ -205,7 +222,7 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
     num_classes = int(y.max()) + 1 if num_classes is None else validation.check_positive_int(
         "num_classes", num_classes)
     make = RECIPES[builder][0] if builder in RECIPES else builder
-    recipe = recipe or recipe_for(builder, kwargs.get("front_end"))
+    recipe = recipe or recipe_for(builder, **kwargs)
     keras.utils.set_random_seed(seed)
     # Classes with no example (a gap in the labels) are not counted.
     smallest = np.unique(y, return_counts=True)[1].min(initial=len(y))

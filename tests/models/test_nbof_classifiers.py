@@ -63,7 +63,7 @@ def test_minirocket_kernels_front_end():
 
 
 @pytest.mark.parametrize("build", [
-    lambda: nbof_classifier((None, 3), 4, 5, attention=("input", "codeword")),
+    lambda: nbof_classifier((None, 3), 4, 5, attention=("input", "codeword"), front_end="conv"),
     lambda: nbof_classifier((None, 3), 4, 5, front_end="kernels"),
     lambda: recurrent_nbof_classifier((None, 3), 4, 5),
 ])

@@ -16,6 +16,7 @@ from keras_relrec.models import recurrent_nbof_classifier
 from keras_relrec.models import sequence_inputs
 from keras_relrec.models import tabl_network
 from keras_relrec.models import train_classifier
+from keras_relrec.models.recipes import default_front_end
 from keras_relrec.models.recipes import front_end_max_steps
 from keras_relrec.models.recipes import stratified_split
 
@@ -46,7 +47,9 @@ def test_the_recipe_learns_what_the_shape_says(builder):
     x, y = ramps(48)
     x_test, y_test = ramps(64, seed=1)
     kwargs = {"front_end": "conv"} if builder is tabl_network else {}
-    model, history = train_classifier(builder, x, y, seed=0, recipe=Recipe(gradient_steps=120), **kwargs)
+    # Without XLA: its compile costs more than 120 small steps.
+    model, history = train_classifier(builder, x, y, seed=0, recipe=Recipe(gradient_steps=120), jit_compile=False,
+                                      **kwargs)
     assert len(history.history["val_loss"]) >= 1
     accuracy = np.mean(model.predict(x_test, verbose=0).argmax(-1) == y_test)
     assert accuracy >= 0.9, accuracy
@@ -66,7 +69,7 @@ def test_the_recipe_trains_a_model_of_ones_own():
     x_test, y_test = ramps(64, seed=1)
     x[::3, 20:] = x_test[::3, 20:] = -1e4
     model, _ = train_classifier(lstm_behind_the_front_end, x, y, mask_value=-1e4, seed=0,
-                                recipe=Recipe(gradient_steps=120))
+                                recipe=Recipe(gradient_steps=120), jit_compile=False)
     assert model.get_layer("normalization").mean.shape[-1] == 1
     accuracy = np.mean(model.predict(x_test, verbose=0).argmax(-1) == y_test)
     assert accuracy >= 0.9, accuracy
@@ -181,26 +184,38 @@ def test_small_classes_train_on_everything_for_the_planned_updates():
 
 def test_the_kernels_front_end_keeps_more_steps_and_trains_by_a_recipe_of_its_own(monkeypatch):
     """MiniRocket's kernels learn nothing, so `max_steps="auto"` keeps up
-    to 512 steps of them (32 of the learned front-end), and
-    `train_classifier` trains NBoF with them by `FRONT_END_RECIPES`."""
+    to 512 steps of them (32 of the learned front-end). They are NBoF's
+    default front-end, trained by its recipe; NBoF's other front-ends
+    train by `FRONT_END_RECIPES`."""
     assert local_front_end(keras.Input((427, 1)), "kernels").shape[1] == 427
     # Stride ⌈1460 / 512⌉ = 3.
     assert local_front_end(keras.Input((1460, 1)), "kernels").shape[1] == 487
-    kernels = FRONT_END_RECIPES[nbof_classifier, "kernels"]
+    assert default_front_end(nbof_classifier) == "kernels"
+    assert default_front_end(recurrent_nbof_classifier) == "conv" and default_front_end(tabl_network) is None
+    assert default_front_end(lstm_behind_the_front_end) is None
+    kernels = RECIPES[nbof_classifier][1]
     assert (kernels.learning_rate, kernels.gradient_steps) == (1e-2, 1500)
-    assert recipe_for(nbof_classifier, "kernels") is kernels
-    for builder, front_end in [(nbof_classifier, None), (nbof_classifier, "conv"),
-                               (recurrent_nbof_classifier, "kernels"), (tabl_network, "kernels")]:
-        assert recipe_for(builder, front_end) is RECIPES[builder][1]
-    # train_classifier goes by it: a short stand-in plans the epochs that run
+    assert recipe_for(nbof_classifier) is recipe_for(nbof_classifier, front_end="kernels") is kernels
+    for front_end in ("conv", "window", None):
+        assert recipe_for(nbof_classifier, front_end=front_end) is FRONT_END_RECIPES[nbof_classifier, front_end]
+        assert recipe_for(nbof_classifier, front_end=front_end).gradient_steps == 4000
+    for builder, front_end in [(recurrent_nbof_classifier, "kernels"), (tabl_network, "kernels"),
+                               (tabl_network, None), (nbof_classifier, ["conv"])]:
+        assert recipe_for(builder, front_end=front_end) is RECIPES[builder][1]
+    assert recipe_for(lstm_behind_the_front_end) == Recipe()
+    # train_classifier goes by them: short stand-ins plan the epochs that run
     # (nine examples a class: nothing held out, every epoch runs).
     x, _ = ramps(18)
     y = np.repeat([0, 1], 9).astype("int32")
-    short = Recipe(gradient_steps=20, updates_per_epoch=5)
-    monkeypatch.setitem(FRONT_END_RECIPES, (nbof_classifier, "kernels"), short)
-    model, history = train_classifier(nbof_classifier, x, y, seed=0, jit_compile=False, front_end="kernels")
-    assert len(history.history["loss"]) == short.plan(18)[2] != RECIPES[nbof_classifier][1].plan(18)[2]
+    short, shorter = Recipe(gradient_steps=20, updates_per_epoch=5), Recipe(gradient_steps=10, updates_per_epoch=5)
+    monkeypatch.setitem(RECIPES, nbof_classifier, (RECIPES[nbof_classifier][0], short))
+    monkeypatch.setitem(FRONT_END_RECIPES, (nbof_classifier, None), shorter)
+    model, history = train_classifier(nbof_classifier, x, y, seed=0, jit_compile=False)
+    assert len(history.history["loss"]) == short.plan(18)[2]
     assert model.get_layer("front_end").mode == "kernels"
+    model, history = train_classifier(nbof_classifier, x, y, seed=0, jit_compile=False, front_end=None)
+    assert len(history.history["loss"]) == shorter.plan(18)[2] != short.plan(18)[2]
+    assert "front_end" not in [layer.name for layer in model.layers]
 
 
 def test_front_end_strides_by_the_median_length_of_padded_series():
