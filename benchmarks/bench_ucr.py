@@ -35,8 +35,9 @@ seeds; training time) are written to the `bench_ucr` section of
 benchmarks/RESULTS.md, and a plot to benchmarks/figures/ucr_accuracy.png.
 
 Needs aeon (the `[tutorials]` or `[test]` extra). Full run (8 sets, 3
-seeds, the long-series models; about 85 minutes with 2 processes on 2
-cores; with --results-json, fits already in the file are not run again):
+seeds, the long-series models, the options; about 290 minutes of fits, so
+about 2.5 hours with 2 processes on 2 cores; with --results-json, fits
+already in the file are not run again):
     python benchmarks/bench_ucr.py --results-json benchmarks/ucr_results.json
 Smoke test (one set, one seed, a few updates):
     python benchmarks/bench_ucr.py --quick --output /tmp/ucr.md
@@ -283,8 +284,8 @@ def report(results, sets, models, seeds, quick, wall, fits):
     lines += [
         f"- Seeds: {', '.join(map(str, seeds))}; test accuracy %, mean ± standard deviation over the seeds "
         "(1-NN DTW is deterministic: one fit). Two worker processes, one TensorFlow thread each; the last "
-        f"invocation ran {fits} fits in {wall / 60:.0f} min (results of earlier invocations are kept in the results "
-        "file).",
+        f"invocation ran {fits} fits in {wall / 60:.0f} min; the tables hold every fit in the results file, "
+        "earlier invocations' included.",
         "- Ours: `train_classifier(builder, x, y, seed=…)`, the builder's recipe unchanged on every set "
         "(`keras_relrec.models.RECIPES`; the options, `front_end=\"conv\"`: by NBoF's recipe for it in "
         "`FRONT_END_RECIPES`). Published DTW: the archives' 1-NN DTW with a full window (UCR "

@@ -78,8 +78,13 @@ def nbof_classifier(
             valid training steps).
         front_end: `"kernels"` (default, MiniRocket's fixed dilated
             kernels), `"conv"` (learned), `"window"` (raw sub-sequences)
-            or None (the raw steps); see `local_front_end`.
-        front_end_filters, window_size: Width and window of the front-end.
+            or None (the raw steps); see `local_front_end`. The kernels'
+            dilations reach across the `steps` of `input_shape`; with
+            steps None they reach over `window_size` steps only, so give
+            the padded length where you can.
+        front_end_filters: Width of the `"conv"` front-end.
+        window_size: Window of the `"conv"` and `"window"` front-ends,
+            and the kernels' shortest reach.
         max_steps: The front-end's stride shortens longer series to at most
             this many steps; `"auto"` (default): 32, or 512 for
             `"kernels"`; None keeps every step.

@@ -89,11 +89,11 @@ def default_front_end(builder):
     return None if parameter is None or parameter.default is inspect.Parameter.empty else parameter.default
 
 
-def _front_end(x, mask_value, kwargs, front_end):
+def _front_end(x, mask_value, kwargs, builder):
     """The front-end's arguments, `max_steps` ("auto" or left out) from the
-    median length and the front-end's `MAX_STEPS`; `front_end` is the one
-    used when `kwargs` name none."""
-    front_end = kwargs.get("front_end", front_end)
+    median length and the front-end's `MAX_STEPS`; the front-end is the
+    one `kwargs` name, or `builder`'s default."""
+    front_end = kwargs.get("front_end", default_front_end(builder))
     # Anything else is the builder's to refuse.
     if isinstance(front_end, str) and front_end in MAX_STEPS and kwargs.get("max_steps", "auto") == "auto":
         return {**kwargs, "max_steps": front_end_max_steps(x, mask_value, MAX_STEPS[front_end])}
@@ -103,20 +103,18 @@ def _front_end(x, mask_value, kwargs, front_end):
 def _nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
     return nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32), mask_value=mask_value,
                            normalization=normalization, codebook_data=x, seed=seed,
-                           **_front_end(x, mask_value, kwargs, default_front_end(nbof_classifier)))
+                           **_front_end(x, mask_value, kwargs, nbof_classifier))
 
 
 def _recurrent_nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
     return recurrent_nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32),
                                      mask_value=mask_value, normalization=normalization, codebook_data=x,
-                                     seed=seed,
-                                     **_front_end(x, mask_value, kwargs, default_front_end(recurrent_nbof_classifier)))
+                                     seed=seed, **_front_end(x, mask_value, kwargs, recurrent_nbof_classifier))
 
 
 def _tabl(x, num_classes, mask_value, normalization, seed, **kwargs):
     return tabl_network(input_shape=x.shape[1:], num_classes=num_classes, mask_value=mask_value,
-                        normalization=normalization,
-                        **_front_end(x, mask_value, kwargs, default_front_end(tabl_network)))
+                        normalization=normalization, **_front_end(x, mask_value, kwargs, tabl_network))
 
 
 # Each builder, how the trainer calls it, and its recipe with its default

@@ -34,11 +34,6 @@ def unpack(data, prefix):
     return values[0] if len(values) == 1 else values
 
 
-# The names of the `Dense` layers that the main process puts in front of
-# the layer (`behind_a_dense` in test_contract.py).
-IN_FRONT = "in_front"
-
-
 def sgd_mse(model, **compile_kwargs):
     """`model`, compiled for SGD (learning rate 0.1) on the MSE."""
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", **compile_kwargs)
@@ -51,16 +46,17 @@ def fit_one_step(model, x, y, **compile_kwargs):
     return model.get_weights()
 
 
-def zeros_step_finite(model, x, y):
+def zeros_step_finite(model, weights, x, y):
     """Whether a step on all-zero inputs (blank pixels, silence) leaves the
-    weights finite, for a model that `fit_one_step` compiled: the `Dense`
-    layers in front get zero biases, so that the layer sees all-zero rows,
-    and no sqrt or norm of a constant row may give 0/0 (JAX's sqrt gradient
-    at 0 times 0 is NaN where TensorFlow's is not). Same shapes, so the
-    compiled step is reused."""
-    for layer in model.layers:
-        if layer.name.startswith(IN_FRONT):
-            layer.bias.assign(np.zeros(layer.bias.shape, layer.bias.dtype))
+    weights finite, for a model that `fit_one_step` compiled, from its
+    fresh `weights`: the `Dense` in front (`behind_a_dense` in
+    test_contract.py) has zero biases, so that the layer sees all-zero
+    rows, and the layer's own zero-initialised weights (biases, norms'
+    offsets) are still zero, so that rows inside it are constant too. No
+    sqrt or norm of a constant row may give 0/0 (JAX's sqrt gradient at 0
+    times 0 is NaN where TensorFlow's is not). Same shapes, so the compiled
+    step is reused."""
+    model.set_weights(weights)
     model.train_on_batch(keras.tree.map_structure(np.zeros_like, x), y)
     return all(np.all(np.isfinite(w)) for w in model.get_weights())
 
@@ -73,6 +69,7 @@ def main(folder, suffix, jax_checks=False):
         out = {}
         x, y = unpack(data, "x"), unpack(data, "y")
         model = keras.saving.load_model(folder / f"{name}.keras", safe_mode=True)
+        fresh = model.get_weights()
         out.update(pack("outputs", model.predict_on_batch(x)))
         weights = fit_one_step(model, x, y)
         for i, w in enumerate(weights):
@@ -80,7 +77,7 @@ def main(folder, suffix, jax_checks=False):
 
         masked_path = folder / f"{name}.masked.keras"
         if jax_checks:
-            out["zeros_step_finite"] = np.array(zeros_step_finite(model, x, y))
+            out["zeros_step_finite"] = np.array(zeros_step_finite(model, fresh, x, y))
         if jax_checks and masked_path.exists():
             masked = keras.saving.load_model(masked_path, safe_mode=True)
             x_masked = unpack(data, "x_masked")

@@ -91,9 +91,10 @@ def test_bad_arguments():
     assert nbof_classifier((9, 3), 4, 5, attention=None).name == "nbof"
 
 
-def test_attention_nbof_exports_to_tflite(tmp_path):
+@pytest.mark.parametrize("front_end", ["kernels", "conv"])
+def test_attention_nbof_exports_to_tflite(front_end, tmp_path):
     x, _ = padded_batch(seed=4)
-    model = nbof_classifier((9, 3), 4, 5, attention=("input", "codeword", "temporal"))
+    model = nbof_classifier((9, 3), 4, 5, attention=("input", "codeword", "temporal"), front_end=front_end)
     summary = export_tflite(model, tmp_path / "nbof.tflite", dynamic_length=False)
     assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
     np.testing.assert_allclose(run_sequence(tmp_path / "nbof.tflite", x)["output"],

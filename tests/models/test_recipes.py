@@ -182,7 +182,7 @@ def test_small_classes_train_on_everything_for_the_planned_updates():
     assert "val_loss" in history.history
 
 
-def test_the_kernels_front_end_keeps_more_steps_and_trains_by_a_recipe_of_its_own(monkeypatch):
+def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch):
     """MiniRocket's kernels learn nothing, so `max_steps="auto"` keeps up
     to 512 steps of them (32 of the learned front-end). They are NBoF's
     default front-end, trained by its recipe; NBoF's other front-ends
