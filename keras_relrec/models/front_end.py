@@ -84,8 +84,9 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     `"kernels"` gives the quantizer MiniRocket's fixed kernels, each
     feature alone, at dilations reaching across the whole series (window
     max(w, steps); w alone for sequences of unknown length). It learns
-    nothing before the quantizer, so it suits small training sets; its width is 84·D per dilation, and a quantizer
-    over it costs several times the `"conv"` front-end's. It is
+    nothing before the quantizer, so it suits small training sets; its
+    width is 84·D per dilation, and a quantizer over it costs several
+    times the `"conv"` front-end's. It is
     `nbof_classifier`'s default; `benchmarks/RESULTS.md` compares it with
     `"conv"` on the sets of `bench_ucr.py`.
 
