@@ -7,14 +7,18 @@ with its official train/test split. Each builder is trained by
 sets, for every seed:
 
 - NBoF: `nbof_classifier` (its default "kernels" front-end: MiniRocket's
-  fixed kernels before the quantizer, at most 512 steps; 32 codewords);
+  fixed kernels before the quantizer, at most 512 steps; a codebook of 32
+  codewords per dilation);
 - attention NBoF: the same with codeword and temporal attention (the
-  temporal W of rank 8);
-- recurrent NBoF: `recurrent_nbof_classifier` (its default "conv"
-  front-end);
+  temporal W of rank 8; one codebook of 32, the default with codeword
+  attention);
+- recurrent NBoF: `recurrent_nbof_classifier` (its default "kernels"
+  front-end, at most 128 steps);
 - C(TABL): `tabl_network("C", "TABL")` with the "conv" front-end;
-- options beside them: NBoF and attention NBoF with the learned "conv"
-  front-end instead, trained by its recipe in `FRONT_END_RECIPES`.
+- options beside them: NBoF with one codebook over every dilation (the
+  earlier default), and NBoF, attention NBoF and recurrent NBoF with the
+  learned "conv" front-end instead (NBoF's trained by its recipe in
+  `FRONT_END_RECIPES`).
 
 Long series, on the univariate sets and the first seed: recurrent NBoF, an
 LSTM and a relational memory, each on the raw steps (every step, one value
@@ -35,8 +39,8 @@ seeds; training time) are written to the `bench_ucr` section of
 benchmarks/RESULTS.md, and a plot to benchmarks/figures/ucr_accuracy.png.
 
 Needs aeon (the `[tutorials]` or `[test]` extra). Full run (8 sets, 3
-seeds, the long-series models, the options; about 290 minutes of fits, so
-about 2.5 hours with 2 processes on 2 cores; with --results-json, fits
+seeds, the long-series models, the options; about 450 minutes of fits, so
+nearly 4 hours with 2 processes on 2 cores; with --results-json, fits
 already in the file are not run again):
     python benchmarks/bench_ucr.py --results-json benchmarks/ucr_results.json
 Smoke test (one set, one seed, a few updates):
@@ -100,9 +104,11 @@ MODELS = {
     "attention_nbof": ("attention NBoF", "nbof_classifier", {"attention": ("codeword", "temporal")}, True),
     "recurrent_nbof": ("recurrent NBoF", "recurrent_nbof_classifier", {}, True),
     "tabl": ("C(TABL)", "tabl_network", {"config": "C", "front_end": "conv"}, True),
+    "nbof_one_codebook": ("NBoF, one codebook", "nbof_classifier", {"codebook_per_dilation": False}, True),
     "nbof_conv": ("NBoF, conv", "nbof_classifier", {"front_end": "conv"}, True),
     "attention_nbof_conv": ("attention NBoF, conv", "nbof_classifier",
                             {"attention": ("codeword", "temporal"), "front_end": "conv"}, True),
+    "recurrent_nbof_conv": ("recurrent NBoF, conv", "recurrent_nbof_classifier", {"front_end": "conv"}, True),
     "recurrent_nbof_raw": ("recurrent NBoF, raw steps", "recurrent_nbof_classifier",
                            {"front_end": None, "max_steps": None}, False),
     "lstm_raw": ("LSTM, raw steps", recurrent_classifier, {"front_end": None}, False),
@@ -111,14 +117,14 @@ MODELS = {
     "rmc": ("relational memory, front-end", recurrent_classifier, {"cell": "rmc"}, False),
 }
 # The long-series measure: each recurrent model on the raw steps and
-# behind the front-end (first seed, univariate sets).
-LONG_SERIES = {"recurrent NBoF": ("recurrent_nbof_raw", "recurrent_nbof"), "LSTM": ("lstm_raw", "lstm"),
+# behind the learned front-end (first seed, univariate sets).
+LONG_SERIES = {"recurrent NBoF": ("recurrent_nbof_raw", "recurrent_nbof_conv"), "LSTM": ("lstm_raw", "lstm"),
                "relational memory": ("rmc_raw", "rmc")}
 # The ready-made builders, in the main table, and options of theirs beside
 # them.
 BUILDERS = ("nbof", "attention_nbof", "recurrent_nbof", "tabl")
-OPTIONS = ("nbof_conv", "attention_nbof_conv")
-FIRST_SEED_ONLY = {"dtw"} | {m for pair in LONG_SERIES.values() for m in pair if m not in BUILDERS}
+OPTIONS = ("nbof_one_codebook", "nbof_conv", "attention_nbof_conv", "recurrent_nbof_conv")
+FIRST_SEED_ONLY = {"dtw"} | {m for pair in LONG_SERIES.values() for m in pair if m not in BUILDERS + OPTIONS}
 # Recurrences over the raw steps grow with the length: the relational
 # memory takes about 3.5 minutes a fit at 150–251 steps here, and an LSTM or
 # the recurrent NBoF took over 10 minutes at ACSF1's 1,460. To keep the run
@@ -287,7 +293,7 @@ def report(results, sets, models, seeds, quick, wall, fits):
         f"invocation ran {fits} fits in {wall / 60:.0f} min; the tables hold every fit in the results file, "
         "earlier invocations' included.",
         "- Ours: `train_classifier(builder, x, y, seed=…)`, the builder's recipe unchanged on every set "
-        "(`keras_relrec.models.RECIPES`; the options, `front_end=\"conv\"`: by NBoF's recipe for it in "
+        "(`keras_relrec.models.RECIPES`; NBoF's options with `front_end=\"conv\"`: by its recipe for it in "
         "`FRONT_END_RECIPES`). Published DTW: the archives' 1-NN DTW with a full window (UCR "
         "DataSummary; UEA: Bagnall et al. 2018, DTW_D).",
         "",
@@ -373,7 +379,7 @@ def long_series_lines(results, sets, models, seeds, info):
         return f"{100 * rows[0]['accuracy']:.1f} ({rows[0]['seconds']:.0f} s)" if rows else "–"
 
     header = ["set", "steps"] + [f"{name}, {kind}" for name in pairs for kind in ("raw steps", "front-end")]
-    lines = ["", f"Long series: recurrent models on the raw steps and behind the front-end (seed {seeds[0]}; "
+    lines = ["", f"Long series: recurrent models on the raw steps and behind the learned front-end (seed {seeds[0]}; "
              "test accuracy %, training time):", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name in univariate:

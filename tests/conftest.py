@@ -31,5 +31,14 @@ HEAVY = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items):
+    # A module-scoped fixture is set up once per worker that runs a test
+    # using it: the tests that use one form a group (one worker), so that a
+    # reference model is loaded or converted once, not twice.
+    for item in items:
+        defs = getattr(item, "_fixtureinfo", None)
+        scopes = {d.scope for ds in (defs.name2fixturedefs.values() if defs else ()) for d in ds}
+        if "module" in scopes and not any(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     items.sort(key=lambda item: not any(part in item.nodeid for part in HEAVY))  # a stable sort

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 
 from keras_relrec.layers import LocalFeatures
+from keras_relrec.layers.bag_of_features.local_features import kernel_dilations
 from keras_relrec.utils import validation
 
 FRONT_ENDS = ("conv", "window", "kernels")
@@ -18,6 +19,10 @@ FRONT_ENDS = ("conv", "window", "kernels")
 # 128 steps lost 7 points on OSULeaf), so they keep far more.
 WINDOW_SIZE = 16
 MAX_STEPS = {"conv": 32, "window": 32, "kernels": 512}
+# Before a recurrence every step the front-end leaves is a step of the
+# loop: with the kernels, 512 made the recurrent NBoF's fits several times
+# longer than 128, which lost little (benchmarks/RESULTS.md).
+RECURRENT_MAX_STEPS = {**MAX_STEPS, "kernels": 128}
 
 
 def front_end_strides(steps, max_steps):
@@ -52,7 +57,7 @@ def sequence_inputs(input_shape, mask_value=None, normalization=None, name="sequ
 
 
 def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_SIZE, max_steps="auto",
-                    name="front_end"):
+                    name="front_end", split_dilations=False):
     """Local features of every step, for a layer that should see the shape
     of a series rather than its samples one by one.
 
@@ -65,14 +70,19 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     None:      the sequence as it is
     ```
 
+    With `split_dilations=True`, `"kernels"` gives a list instead: for each
+    dilation d its own `LocalFeatures(kernels, dilations=(d,))` and
+    BatchNorm (`{name}_d{d}`, `{name}_norm_d{d}`), the same responses
+    apart, for a model that quantizes each dilation with its own codebook.
+
     s = ⌈steps / max_steps⌉ (1 for an unknown length): a long series is
     shortened to at most `max_steps` steps, each summing up its block of s
     steps and the w − s before it (w is raised to s if smaller). Masks pass
     through (an output is valid where a step of its block is).
     `max_steps="auto"` is 32 for `"conv"` and `"window"`, 512 for
-    `"kernels"` (`MAX_STEPS`; 512 was measured for NBoF: before a
-    recurrence it makes the recurrence up to 512 steps long, so pass a
-    smaller `max_steps` there if it trains too slowly).
+    `"kernels"` (`MAX_STEPS`, measured for NBoF; `recurrent_nbof_classifier`
+    resolves "auto" by `RECURRENT_MAX_STEPS`, 128 for `"kernels"`, since
+    the steps left are its recurrence's).
 
     An output of the second convolution reaches back over
     w + (⌈w/2⌉ − 1)·s steps: with the defaults (w = 16, at most 32 steps
@@ -99,9 +109,13 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
         max_steps: At most this many steps come out; `"auto"` (default)
             the front-end's `MAX_STEPS`; None keeps them all.
         name: Prefix of the layers' names.
+        split_dilations: With `"kernels"`, one output per dilation (the
+            other front-ends have one output whatever it says).
 
     Returns:
-        The front-end's output, a (batch, steps', width) Keras tensor.
+        The front-end's output, a (batch, steps', width) Keras tensor; with
+        `split_dilations` and `"kernels"`, a list of them, one per
+        dilation d = 1, 2, 4, … (width 84·D each).
     """
     auto = isinstance(max_steps, str) and max_steps == "auto"
     if not auto and max_steps is not None:
@@ -123,8 +137,15 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     if front_end == "window":
         return LocalFeatures("window", window_size, strides=strides, name=name)(sequence)
     if front_end == "kernels":
-        h = LocalFeatures("kernels", max(window_size, sequence.shape[1] or 0), strides=strides, name=name)(sequence)
-        return keras.layers.BatchNormalization(center=False, scale=False, name=f"{name}_norm")(h)
+        window = max(window_size, sequence.shape[1] or 0)
+        if not split_dilations:
+            h = LocalFeatures("kernels", window, strides=strides, name=name)(sequence)
+            return keras.layers.BatchNormalization(center=False, scale=False, name=f"{name}_norm")(h)
+        return [
+            keras.layers.BatchNormalization(center=False, scale=False, name=f"{name}_norm_d{d}")(
+                LocalFeatures("kernels", window, strides=strides, dilations=(d,), name=f"{name}_d{d}")(sequence))
+            for d in kernel_dilations(window)
+        ]
     validation.check_positive_int("filters", filters)
     h = sequence
     for k, (window, stride) in enumerate(((window_size, strides), (-(-window_size // 2), 1)), start=1):

@@ -7,6 +7,7 @@ from keras_relrec.layers import BoFQuantizer
 from keras_relrec.layers import LocalFeatures
 from keras_relrec.layers import RecurrentBoFCell
 from keras_relrec.layers import TwoDAttention
+from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
 from keras_relrec.models.front_end import WINDOW_SIZE
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import sequence_inputs
@@ -28,6 +29,7 @@ def nbof_classifier(
     front_end_filters=32,
     window_size=WINDOW_SIZE,
     max_steps="auto",
+    codebook_per_dilation=None,
     temporal_rank=8,
     hidden_units=64,
     dropout=0.2,
@@ -40,7 +42,8 @@ def nbof_classifier(
     ```
     sequence → [Masking] → [Normalization] → [input attention]
              → [local features: front_end]
-             → BoFQuantizer (memberships Φ)
+             → BoFQuantizer (memberships Φ; with the kernels one per
+               dilation, Φ = [Φ_1, Φ_2, Φ_4, …] side by side)
              → [codeword attention] → [temporal attention]
              → histogram (mean over the valid steps) → Dense(ReLU) → Dropout
              → Dense(num_classes)
@@ -88,6 +91,13 @@ def nbof_classifier(
         max_steps: The front-end's stride shortens longer series to at most
             this many steps; `"auto"` (default): 32, or 512 for
             `"kernels"`; None keeps every step.
+        codebook_per_dilation: With `"kernels"` (the other front-ends
+            have no dilations), whether each dilation's responses get a
+            quantizer and codebook of `num_codewords` of their own (the
+            histogram has K·|dilations| bins, for as many distances as
+            one codebook over all of them), or one quantizer sees them
+            all. Default None: per dilation, unless there is codeword
+            attention, whose weights would grow with (K·|dilations|)².
         temporal_rank: Rank r of the temporal attention's W = 1/L + U Vᵀ
             (2·L·r weights, default 8); None for the paper's full L × L W,
             whose weights grow with the square of the steps L.
@@ -100,9 +110,11 @@ def nbof_classifier(
         name: Model name; default `"nbof"` or `"attention_nbof"`.
 
     Returns:
-        An uncompiled `keras.Model`; its layers are named `quantizer`,
-        `input_attention`, `codeword_attention`, `temporal_attention`,
-        `histogram`.
+        An uncompiled `keras.Model`; its layers are named `quantizer`
+        (with a codebook per dilation and more than one dilation,
+        `quantizer_1`, `quantizer_2`, … in the order of the dilations, and
+        `memberships` joining them), `input_attention`,
+        `codeword_attention`, `temporal_attention`, `histogram`.
     """
     attention = () if attention is None else attention
     if isinstance(attention, str) or set(attention) - set(ATTENTIONS):
@@ -111,11 +123,22 @@ def nbof_classifier(
             f"attention={attention!r}."
         )
     _check_head(num_classes, hidden_units, dropout)
+    if codebook_per_dilation is None:
+        codebook_per_dilation = "codeword" not in attention
+    validation.check_bool("codebook_per_dilation", codebook_per_dilation)
     inputs, h = sequence_inputs(input_shape, mask_value, normalization)
     if "input" in attention:
         h = TwoDAttention(axis=2, name="input_attention")(h)
-    h = local_front_end(h, front_end, front_end_filters, window_size, max_steps)
-    phi = BoFQuantizer(num_codewords, scale=scale, name="quantizer")(h)
+    parts = local_front_end(h, front_end, front_end_filters, window_size, max_steps,
+                            split_dilations=codebook_per_dilation)
+    parts = parts if isinstance(parts, list) else [parts]
+    if len(parts) == 1:
+        phi = BoFQuantizer(num_codewords, scale=scale, name="quantizer")(parts[0])
+    else:
+        phi = keras.layers.Concatenate(name="memberships")([
+            BoFQuantizer(num_codewords, scale=scale, name=f"quantizer_{k}")(part)
+            for k, part in enumerate(parts, start=1)
+        ])
     if "codeword" in attention:
         phi = TwoDAttention(axis=2, name="codeword_attention")(phi)
     if "temporal" in attention:
@@ -134,7 +157,7 @@ def recurrent_nbof_classifier(
     num_codewords,
     mask_value=0.0,
     normalization=None,
-    front_end="conv",
+    front_end="kernels",
     front_end_filters=32,
     window_size=WINDOW_SIZE,
     max_steps="auto",
@@ -153,18 +176,24 @@ def recurrent_nbof_classifier(
     ```
 
     Input: as `nbof_classifier`, whose reasons for a front-end hold here
-    too. On long series the front-end's stride also shortens the
-    recurrence (at most `max_steps` steps, 32 with `"conv"` or
-    `"window"`), which is what keeps it trainable
-    (`benchmarks/bench_ucr.py` measures it against the raw steps).
+    too, with the same default (MiniRocket's kernels). On long series the
+    front-end's stride also shortens the recurrence (at most `max_steps`
+    steps), which is what keeps it trainable (`benchmarks/bench_ucr.py`
+    measures it against the raw steps).
 
-    Args: as `nbof_classifier` (without `attention` and
-    `temporal_rank`), except that the default front-end is `"conv"`:
-    `"kernels"` keeps up to 512 steps, a recurrence that long trains
+    Args: as `nbof_classifier` without `attention`, `temporal_rank`
+    and `codebook_per_dilation` (one recurrent quantizer sees every
+    dilation), except that `max_steps="auto"` is 128 with
+    `"kernels"` (`RECURRENT_MAX_STEPS`; 32 with `"conv"` and `"window"`):
+    every step left is a step of the recurrence, and at 512 it trained
     several times slower. The recurrent quantizer's layer is named
     `recurrent_quantizer`.
     """
     _check_head(num_classes, hidden_units, dropout)
+    # Anything else is the front-end's to refuse.
+    if isinstance(max_steps, str) and max_steps == "auto" and isinstance(front_end, str) \
+            and front_end in RECURRENT_MAX_STEPS:
+        max_steps = RECURRENT_MAX_STEPS[front_end]
     inputs, h = sequence_inputs(input_shape, mask_value, normalization)
     h = local_front_end(h, front_end, front_end_filters, window_size, max_steps)
     states = keras.layers.RNN(RecurrentBoFCell(num_codewords), return_sequences=True,
@@ -198,17 +227,23 @@ def fit_codebook(model, data, seed=None):
             "Argument `codebook_data` must be an array of training sequences "
             f"(examples, steps, features); received {type(data).__name__}."
         )
-    names = [layer.name for layer in model.layers]
-    layer = model.get_layer("quantizer" if "quantizer" in names else "recurrent_quantizer")
+    quantizers = [layer for layer in model.layers if isinstance(layer, BoFQuantizer)
+                  or isinstance(getattr(layer, "cell", None), RecurrentBoFCell)]
     # `layer.input` is a tuple of the call's tensors; the features come first.
-    seen = keras.Model(model.inputs, keras.tree.flatten(layer.input)[0]).predict(data, verbose=0)
+    seen = keras.Model(model.inputs, [keras.tree.flatten(q.input)[0] for q in quantizers]).predict(data, verbose=0)
+    seen = keras.tree.flatten(seen)
     valid = valid_steps(data)
     for masking in (m for m in model.layers if isinstance(m, keras.layers.Masking)):
         valid = valid_steps(data, masking.mask_value)
-    # A front-end's stride shortens the sequence, and its mask with it.
+    # A front-end's stride shortens the sequence, and its mask with it: its
+    # first layer strides (a codebook per dilation has one such layer per
+    # dilation, side by side, all with the same stride).
+    steps = seen[0].shape[1]
     for front in (m for m in model.layers if isinstance(m, LocalFeatures)):
-        valid = np.asarray(front.compute_mask(None, valid))
-    getattr(layer, "cell", layer).adapt(seen[valid], seed=seed)
+        if valid.shape[1] > steps:
+            valid = np.asarray(front.compute_mask(None, valid))
+    for layer, vectors in zip(quantizers, seen):
+        getattr(layer, "cell", layer).adapt(vectors[valid], seed=seed)
 
 
 def _head(histogram, num_classes, hidden_units, dropout, seed):

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 
 from keras_relrec.models.front_end import MAX_STEPS
+from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
 from keras_relrec.models.front_end import front_end_strides
 from keras_relrec.models.front_end import valid_steps
 from keras_relrec.models.nbof_classifiers import nbof_classifier
@@ -89,14 +90,19 @@ def default_front_end(builder):
     return None if parameter is None or parameter.default is inspect.Parameter.empty else parameter.default
 
 
-def _front_end(x, mask_value, kwargs, builder):
+def _named_front_end(builder, kwargs):
+    """The front-end the builder arguments `kwargs` name, or `builder`'s
+    default."""
+    return kwargs.get("front_end", default_front_end(builder))
+
+
+def _front_end(x, mask_value, kwargs, builder, caps=MAX_STEPS):
     """The front-end's arguments, `max_steps` ("auto" or left out) from the
-    median length and the front-end's `MAX_STEPS`; the front-end is the
-    one `kwargs` name, or `builder`'s default."""
-    front_end = kwargs.get("front_end", default_front_end(builder))
+    median length and the builder's cap for its front-end (`caps`)."""
+    front_end = _named_front_end(builder, kwargs)
     # Anything else is the builder's to refuse.
-    if isinstance(front_end, str) and front_end in MAX_STEPS and kwargs.get("max_steps", "auto") == "auto":
-        return {**kwargs, "max_steps": front_end_max_steps(x, mask_value, MAX_STEPS[front_end])}
+    if isinstance(front_end, str) and front_end in caps and kwargs.get("max_steps", "auto") == "auto":
+        return {**kwargs, "max_steps": front_end_max_steps(x, mask_value, caps[front_end])}
     return kwargs
 
 
@@ -109,7 +115,8 @@ def _nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
 def _recurrent_nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
     return recurrent_nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32),
                                      mask_value=mask_value, normalization=normalization, codebook_data=x,
-                                     seed=seed, **_front_end(x, mask_value, kwargs, recurrent_nbof_classifier))
+                                     seed=seed, **_front_end(x, mask_value, kwargs, recurrent_nbof_classifier,
+                                                             RECURRENT_MAX_STEPS))
 
 
 def _tabl(x, num_classes, mask_value, normalization, seed, **kwargs):
@@ -140,7 +147,7 @@ def recipe_for(builder, **kwargs):
     """The `Recipe` `train_classifier` trains `builder` by when it is
     called with the builder arguments `kwargs`: by the `front_end` they
     name, or the builder's default."""
-    front_end = kwargs.get("front_end", default_front_end(builder))
+    front_end = _named_front_end(builder, kwargs)
     default = RECIPES[builder][1] if builder in RECIPES else Recipe()
     hashable = front_end is None or isinstance(front_end, str)
     return FRONT_END_RECIPES.get((builder, front_end), default) if hashable else default
@@ -178,8 +185,9 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
     the part of the training data that is fitted; the held-out part stops
     training (see `Recipe`). For sequences of different lengths the
     builders' front-end strides by the median length, not the padded one
-    (`front_end_max_steps`, up to the front-end's `MAX_STEPS`), unless
-    `max_steps` is given.
+    (`front_end_max_steps`, up to the front-end's `MAX_STEPS`, or
+    `RECURRENT_MAX_STEPS` for the recurrent NBoF), unless `max_steps` is
+    given.
 
     Args:
         builder: `nbof_classifier`, `recurrent_nbof_classifier` or

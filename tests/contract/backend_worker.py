@@ -79,11 +79,12 @@ def main(folder, suffix, jax_checks=False):
         if jax_checks:
             out["zeros_step_finite"] = np.array(zeros_step_finite(model, fresh, x, y))
         if jax_checks and masked_path.exists():
-            masked = keras.saving.load_model(masked_path, safe_mode=True)
+            # Every output flattened into one, by the same model that takes
+            # the training step: gradients through masked steps too (a
+            # masked softmax's).
+            flat = keras.saving.load_model(masked_path, safe_mode=True)
             x_masked = unpack(data, "x_masked")
-            out.update(pack("masked_outputs", masked.predict_on_batch(x_masked)))
-            # Gradients through masked steps too (a masked softmax's).
-            flat = keras.saving.load_model(folder / f"{name}.masked_fit.keras", safe_mode=True)
+            out["masked_outputs"] = np.asarray(flat.predict_on_batch(x_masked))
             for i, w in enumerate(fit_one_step(flat, x_masked, unpack(data, "y_masked"))):
                 out[f"masked_fit_weight_{i}"] = np.asarray(w)
 

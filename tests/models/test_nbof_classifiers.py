@@ -47,12 +47,40 @@ def test_codebook_from_the_features_the_quantizer_sees():
     np.testing.assert_allclose(model.get_layer("quantizer").codebook.numpy(), expected, atol=1e-5)
 
 
+def test_a_codebook_per_dilation():
+    """With the kernels (dilations 1, 2, 4 for 40 steps) each dilation's
+    responses have a quantizer of their own, its codebook k-means of what
+    it sees; the histogram holds every quantizer's bins."""
+    from sklearn.cluster import KMeans
+
+    rng = np.random.default_rng(6)
+    x, y = rng.normal(size=(8, 40, 2)).astype("float32"), rng.integers(0, 3, 8)
+    x[0, 30:] = 0.0  # padding, left out of k-means
+    model = nbof_classifier((40, 2), 3, 5, front_end="kernels", max_steps=20, codebook_data=x, seed=0)
+    for k, d in enumerate((1, 2, 4), start=1):
+        assert model.get_layer(f"front_end_d{d}").dilations == (d,)
+        quantizer = model.get_layer(f"quantizer_{k}")
+        assert keras.tree.flatten(quantizer.input)[0].shape == (None, 20, 84 * 2)
+        seen = keras.Model(model.input, model.get_layer(f"front_end_norm_d{d}").output).predict(x, verbose=0)
+        valid = np.ones((8, 20), bool)
+        valid[0, 15:] = False  # blocks of 2 steps: 30–39 are padding
+        expected = KMeans(5, n_init=4, random_state=0).fit(seen[valid].astype("float64")).cluster_centers_
+        np.testing.assert_allclose(quantizer.codebook.numpy(), expected, atol=1e-4)
+    assert model.get_layer("histogram").output.shape == (None, 3 * 5)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(x, y, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="codebook_per_dilation"):
+        nbof_classifier((40, 2), 3, 5, codebook_per_dilation="yes")
+
+
 def test_minirocket_kernels_front_end():
     """`front_end="kernels"` reaches across the series (dilations 1, 2, 4
-    for 40 steps), learns nothing before the quantizer, and trains."""
+    for 40 steps), learns nothing before the quantizer, and trains; here
+    with one codebook over every dilation."""
     rng = np.random.default_rng(5)
     x, y = rng.normal(size=(8, 40, 2)).astype("float32"), rng.integers(0, 3, 8)
-    model = nbof_classifier((40, 2), 3, 5, front_end="kernels", max_steps=None, codebook_data=x, seed=0)
+    model = nbof_classifier((40, 2), 3, 5, front_end="kernels", max_steps=None, codebook_per_dilation=False,
+                            codebook_data=x, seed=0)
     assert model.get_layer("front_end").dilations == (1, 2, 4)
     assert model.get_layer("front_end").output.shape == (None, 40, 84 * 3 * 2)
     assert model.get_layer("front_end").trainable_weights == model.get_layer("front_end_norm").trainable_weights == []
@@ -65,6 +93,8 @@ def test_minirocket_kernels_front_end():
 @pytest.mark.parametrize("build", [
     lambda: nbof_classifier((None, 3), 4, 5, attention=("input", "codeword"), front_end="conv"),
     lambda: nbof_classifier((None, 3), 4, 5, front_end="kernels"),
+    # Dilations 1 and 2, each with its codebook.
+    lambda: nbof_classifier((None, 3), 4, 5, front_end="kernels", window_size=17),
     lambda: recurrent_nbof_classifier((None, 3), 4, 5),
 ])
 def test_padding_changes_nothing(build):
@@ -91,10 +121,14 @@ def test_bad_arguments():
     assert nbof_classifier((9, 3), 4, 5, attention=None).name == "nbof"
 
 
-@pytest.mark.parametrize("front_end", ["kernels", "conv"])
-def test_attention_nbof_exports_to_tflite(front_end, tmp_path):
+@pytest.mark.parametrize(("attention", "front_end", "window_size"), [
+    (("input", "codeword", "temporal"), "kernels", 16),
+    (("input", "codeword", "temporal"), "conv", 16),
+    ((), "kernels", 17),  # a codebook for each of dilations 1 and 2
+])
+def test_nbof_exports_to_tflite(attention, front_end, window_size, tmp_path):
     x, _ = padded_batch(seed=4)
-    model = nbof_classifier((9, 3), 4, 5, attention=("input", "codeword", "temporal"), front_end=front_end)
+    model = nbof_classifier((9, 3), 4, 5, attention=attention, front_end=front_end, window_size=window_size)
     summary = export_tflite(model, tmp_path / "nbof.tflite", dynamic_length=False)
     assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
     np.testing.assert_allclose(run_sequence(tmp_path / "nbof.tflite", x)["output"],

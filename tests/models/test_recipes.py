@@ -16,6 +16,8 @@ from keras_relrec.models import recurrent_nbof_classifier
 from keras_relrec.models import sequence_inputs
 from keras_relrec.models import tabl_network
 from keras_relrec.models import train_classifier
+from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
+from keras_relrec.models.recipes import _front_end
 from keras_relrec.models.recipes import default_front_end
 from keras_relrec.models.recipes import front_end_max_steps
 from keras_relrec.models.recipes import stratified_split
@@ -139,7 +141,7 @@ def test_codebook_from_the_strided_front_end_skips_padded_blocks():
     lengths = np.array([40, 33, 20, 9, 40, 17])
     for k, n in enumerate(lengths):
         x[k, n:] = 0.0
-    model = recurrent_nbof_classifier((40, 2), 3, 4, max_steps=10, codebook_data=x, seed=5)
+    model = recurrent_nbof_classifier((40, 2), 3, 4, front_end="conv", max_steps=10, codebook_data=x, seed=5)
     seen = keras.Model(model.input, model.get_layer("front_end_relu_2").output).predict(x, verbose=0)
     # Stride 4: block j is valid when its first step is.
     valid = np.arange(10)[None, :] * 4 < lengths[:, None]
@@ -191,7 +193,7 @@ def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch
     # Stride ⌈1460 / 512⌉ = 3.
     assert local_front_end(keras.Input((1460, 1)), "kernels").shape[1] == 487
     assert default_front_end(nbof_classifier) == "kernels"
-    assert default_front_end(recurrent_nbof_classifier) == "conv" and default_front_end(tabl_network) is None
+    assert default_front_end(recurrent_nbof_classifier) == "kernels" and default_front_end(tabl_network) is None
     assert default_front_end(lstm_behind_the_front_end) is None
     kernels = RECIPES[nbof_classifier][1]
     assert (kernels.learning_rate, kernels.gradient_steps) == (1e-2, 1500)
@@ -212,10 +214,26 @@ def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch
     monkeypatch.setitem(FRONT_END_RECIPES, (nbof_classifier, None), shorter)
     model, history = train_classifier(nbof_classifier, x, y, seed=0, jit_compile=False)
     assert len(history.history["loss"]) == short.plan(18)[2]
-    assert model.get_layer("front_end").mode == "kernels"
+    assert model.get_layer("front_end_d1").mode == model.get_layer("front_end_d2").mode == "kernels"
     model, history = train_classifier(nbof_classifier, x, y, seed=0, jit_compile=False, front_end=None)
     assert len(history.history["loss"]) == shorter.plan(18)[2] != short.plan(18)[2]
-    assert "front_end" not in [layer.name for layer in model.layers]
+    assert not [layer.name for layer in model.layers if layer.name.startswith("front_end")]
+
+
+def test_the_recurrent_nbof_keeps_fewer_steps_of_the_kernels():
+    """Every step the front-end leaves is a step of the recurrence: with
+    the kernels (its default) `max_steps="auto"` keeps at most 128, also
+    when `train_classifier` strides by the median length."""
+    model = recurrent_nbof_classifier((1460, 1), 3, 4)
+    # Stride ⌈1460 / 128⌉ = 12.
+    assert model.get_layer("front_end").mode == "kernels" and model.get_layer("front_end").output.shape[1] == 122
+    assert recurrent_nbof_classifier((1460, 1), 3, 4, front_end="conv").get_layer("front_end_1").output.shape[1] == 32
+    x = np.zeros((5, 400, 1), "float32")
+    for k, n in enumerate([200, 256, 300, 350, 400]):
+        x[k, n:] = -1.0
+    # The median series, 300 steps, at stride 3: 134 steps of the padded 400.
+    assert _front_end(x, -1.0, {}, recurrent_nbof_classifier, RECURRENT_MAX_STEPS) == {"max_steps": 134}
+    assert _front_end(x, -1.0, {}, nbof_classifier) == {"max_steps": 400}
 
 
 def test_front_end_strides_by_the_median_length_of_padded_series():

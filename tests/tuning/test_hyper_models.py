@@ -112,7 +112,7 @@ def make_tuner(name, hypermodel, directory, objective="val_accuracy", **kwargs):
                   **kwargs)
     if name == "Hyperband":
         return keras_tuner.Hyperband(hypermodel, max_epochs=2, factor=2, hyperband_iterations=1, **common)
-    return getattr(keras_tuner, name)(hypermodel, max_trials=3, **common)
+    return getattr(keras_tuner, name)(hypermodel, max_trials=2, **common)
 
 
 @pytest.mark.parametrize("entry, tuner_name", SEARCHES)

@@ -20,6 +20,15 @@ TAPS = 9
 KERNELS = math.comb(TAPS, 3)
 
 
+def kernel_dilations(window_size):
+    """MiniRocket's dilations within a window of w steps: 1, 2, 4, … while
+    8·d + 1 ≤ w."""
+    dilations = [1]
+    while (TAPS - 1) * 2 * dilations[-1] + 1 <= window_size:
+        dilations.append(2 * dilations[-1])
+    return tuple(dilations)
+
+
 @register_layer
 class LocalFeatures(keras.layers.Layer):
     """The local structure around every step of a sequence, as one vector:
@@ -49,8 +58,9 @@ class LocalFeatures(keras.layers.Layer):
     series classification", KDD 2021): v_m has nine taps, −1 except three
     that are 2, for each of the 84 choices of the three; each is applied to
     every feature c alone, at every dilation d = 1, 2, 4, … with
-    8·d + 1 ≤ w, so the window bounds the reach (w ≥ 9). The output is
-    ordered by dilation, then feature, then kernel. With s = 1 the
+    8·d + 1 ≤ w, so the window bounds the reach (w ≥ 9), or at the
+    `dilations` given (each within the window). The output is ordered by
+    dilation, then feature, then kernel. With s = 1 the
     windows are causal (no output sees a later step) and there is one
     output per step; a stride s > 1 shortens a long series s times, output
     j summing up the s steps of block j and the w − s before them (s ≤ w,
@@ -65,6 +75,10 @@ class LocalFeatures(keras.layers.Layer):
         filters: The output width of `"conv"` (default 32); must be left
             `None` with `"window"`, whose width is w·D, and `"kernels"`.
         strides: s, a positive int at most `window_size`. Default 1.
+        dilations: `"kernels"` only: the dilations d, a tuple of positive
+            ints with 8·d + 1 ≤ w; default None, every power of two that
+            fits (a model that treats the dilations apart makes a layer
+            for each).
         activation: σ of `"conv"`; default `"relu"`.
         use_bias: Whether `"conv"` adds b. Default True. (σ, b and their
             options below act in `"conv"` only.)
@@ -98,6 +112,7 @@ class LocalFeatures(keras.layers.Layer):
         window_size=8,
         filters=None,
         strides=1,
+        dilations=None,
         activation="relu",
         use_bias=True,
         kernel_initializer="glorot_uniform",
@@ -129,6 +144,20 @@ class LocalFeatures(keras.layers.Layer):
                 "Argument `strides` must be at most `window_size`, or steps between the windows would be "
                 f"dropped; received strides={strides!r} with window_size={window_size!r}."
             )
+        self._dilations = None
+        if dilations is not None:
+            given = tuple(dilations) if isinstance(dilations, (list, tuple)) else None
+            fits = given and all(
+                isinstance(d, int) and not isinstance(d, bool) and d > 0 and (TAPS - 1) * d + 1 <= window_size
+                for d in given
+            )
+            if self.mode != "kernels" or not fits or len(set(given)) != len(given):
+                raise ValueError(
+                    "Argument `dilations` must be None, or with mode='kernels' distinct positive ints d with "
+                    f"8·d + 1 <= window_size={window_size}; received dilations={dilations!r} with "
+                    f"mode={self.mode!r}."
+                )
+            self._dilations = given
         self.activation = keras.activations.get(activation)
         self.use_bias = validation.check_bool("use_bias", use_bias)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -141,13 +170,13 @@ class LocalFeatures(keras.layers.Layer):
 
     @property
     def dilations(self):
-        """The dilations of `"kernels"`: 1, 2, 4, … while 8·d + 1 ≤ w."""
+        """The dilations of `"kernels"`: those given, or 1, 2, 4, … while
+        8·d + 1 ≤ w."""
         if self.mode != "kernels":
             return ()
-        dilations = [1]
-        while (TAPS - 1) * 2 * dilations[-1] + 1 <= self.window_size:
-            dilations.append(2 * dilations[-1])
-        return tuple(dilations)
+        if self._dilations is not None:
+            return self._dilations
+        return kernel_dilations(self.window_size)
 
     def build(self, input_shape):
         self.input_spec = validation.sequence_input_spec(self, input_shape)
@@ -255,6 +284,7 @@ class LocalFeatures(keras.layers.Layer):
             "window_size": self.window_size,
             "filters": self.filters,
             "strides": self.strides,
+            "dilations": None if self._dilations is None else list(self._dilations),
             "activation": keras.activations.serialize(self.activation),
             "use_bias": self.use_bias,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),

@@ -4,6 +4,7 @@ recurrent cell, local features; the quantizer at zero distance and for
 large inputs; the k-means codebook."""
 
 import itertools
+import re
 
 import keras
 import numpy as np
@@ -272,14 +273,15 @@ def test_local_features(mode, window, strides):
     np.testing.assert_array_equal(np.asarray(layer.compute_mask(x, mask)), blocks.any(-1))
 
 
-def minirocket_responses(x, window, strides, mask):
+def minirocket_responses(x, window, strides, mask, dilations=None):
     """MiniRocket's 84 kernels (nine taps of −1, three of them 2) on each
-    feature alone, at dilations 1, 2, 4, … with 8·d + 1 ≤ window, over the
-    window ending at e = s·j + s − 1; by explicit loops."""
+    feature alone, at the given dilations or 1, 2, 4, … with
+    8·d + 1 ≤ window, over the window ending at e = s·j + s − 1; by
+    explicit loops."""
     x = np.where(mask[..., None], x, 0.0)
     batch, steps, features = x.shape
     kernels = [[2.0 if k in chosen else -1.0 for k in range(9)] for chosen in itertools.combinations(range(9), 3)]
-    dilations = [d for d in (1, 2, 4, 8, 16, 32) if 8 * d + 1 <= window]
+    dilations = dilations or [d for d in (1, 2, 4, 8, 16, 32) if 8 * d + 1 <= window]
     outputs = np.zeros((batch, -(-steps // strides), len(dilations), features, len(kernels)))
     for j in range(outputs.shape[1]):
         end = strides * j + strides - 1
@@ -305,6 +307,24 @@ def test_local_features_minirocket_kernels(window, strides):
     assert layer.count_params() == 0 and got.shape[-1] == 84 * 2 * (1 if window < 17 else 2)
     with pytest.raises(ValueError, match=r"`window_size` must be at least 9.*window_size=8"):
         LocalFeatures(mode="kernels", window_size=8)
+
+
+def test_local_features_kernels_at_given_dilations():
+    """`dilations` picks the kernels' dilations (a model that quantizes
+    each dilation apart makes a layer for each); each must fit the window."""
+    rng = np.random.default_rng(20)
+    x = rng.normal(size=(2, 23, 2))
+    mask = np.ones((2, 23), bool)
+    mask[0, 15:] = False
+    layer = LocalFeatures(mode="kernels", window_size=20, strides=3, dilations=(2,))
+    got = np.asarray(layer(x.astype("float32"), mask=mask))
+    np.testing.assert_allclose(got, minirocket_responses(x, 20, 3, mask, dilations=[2]), atol=1e-4)
+    assert got.shape[-1] == 84 * 2 and layer.compute_output_shape((2, 23, 2)) == (2, 8, 168)
+    assert LocalFeatures.from_config(layer.get_config()).dilations == (2,)
+    for mode, dilations in (("kernels", (4,)), ("kernels", (0,)), ("kernels", (1, 1)), ("kernels", 2),
+                            ("kernels", ()), ("window", (1,))):
+        with pytest.raises(ValueError, match=rf"`dilations`.*dilations={re.escape(repr(dilations))}"):
+            LocalFeatures(mode=mode, window_size=20, dilations=dilations)
 
 
 def test_tau_stays_in_the_unit_interval():
