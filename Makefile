@@ -9,7 +9,8 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 INSTALL_INPUTS := setup.py pyproject.toml constraints.txt
 # Two pytest workers: the suite is CPU-bound and the reference machine has
 # two cores. loadgroup: tests sharing a costly per-process fixture (marked
-# xdist_group) run on one worker.
+# xdist_group, or using a module-scoped one: tests/conftest.py) run on one
+# worker.
 WORKERS ?= 2
 
 .PHONY: demo test lint test-slow test-parity bench bench-ucr clean

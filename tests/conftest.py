@@ -38,7 +38,8 @@ def pytest_collection_modifyitems(items):
     # reference model is loaded or converted once, not twice.
     for item in items:
         defs = getattr(item, "_fixtureinfo", None)
-        scopes = {d.scope for ds in (defs.name2fixturedefs.values() if defs else ()) for d in ds}
+        # The last definition of a name is the one the test gets.
+        scopes = {ds[-1].scope for ds in (defs.name2fixturedefs.values() if defs else ()) if ds}
         if "module" in scopes and not any(item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     items.sort(key=lambda item: not any(part in item.nodeid for part in HEAVY))  # a stable sort

@@ -20,8 +20,10 @@ FRONT_ENDS = ("conv", "window", "kernels")
 WINDOW_SIZE = 16
 MAX_STEPS = {"conv": 32, "window": 32, "kernels": 512}
 # Before a recurrence every step the front-end leaves is a step of the
-# loop: with the kernels, 512 made the recurrent NBoF's fits several times
-# longer than 128, which lost little (benchmarks/RESULTS.md).
+# loop: at 512 steps of kernels the recurrent NBoF's fits took several times
+# as long as with the learned front-end's 32. 128 is a cap for time: it gave
+# 82.8% on bench_ucr's sets against 78.6% for "conv" (3 seeds), while 512
+# did better where both ran (ArrowHead, seed 0: 74.3% against 65.7%).
 RECURRENT_MAX_STEPS = {**MAX_STEPS, "kernels": 128}
 
 
@@ -70,10 +72,11 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     None:      the sequence as it is
     ```
 
-    With `split_dilations=True`, `"kernels"` gives a list instead: for each
-    dilation d its own `LocalFeatures(kernels, dilations=(d,))` and
-    BatchNorm (`{name}_d{d}`, `{name}_norm_d{d}`), the same responses
-    apart, for a model that quantizes each dilation with its own codebook.
+    With `split_dilations=True` and more than one dilation, `"kernels"`
+    gives a list instead: for each dilation d its own
+    `LocalFeatures(kernels, dilations=(d,))` and BatchNorm (`{name}_d{d}`,
+    `{name}_norm_d{d}`), the same responses apart, for a model that
+    quantizes each dilation with its own codebook.
 
     s = ⌈steps / max_steps⌉ (1 for an unknown length): a long series is
     shortened to at most `max_steps` steps, each summing up its block of s
@@ -96,9 +99,9 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     max(w, steps); w alone for sequences of unknown length). It learns
     nothing before the quantizer, so it suits small training sets; its
     width is 84·D per dilation, and a quantizer over it costs several
-    times the `"conv"` front-end's. It is
-    `nbof_classifier`'s default; `benchmarks/RESULTS.md` compares it with
-    `"conv"` on the sets of `bench_ucr.py`.
+    times the `"conv"` front-end's. It is the NBoF builders' default;
+    `benchmarks/RESULTS.md` compares it with `"conv"` on the sets of
+    `bench_ucr.py`.
 
     Args:
         sequence: A (batch, steps, features) Keras tensor, with its mask.
@@ -110,12 +113,13 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
             the front-end's `MAX_STEPS`; None keeps them all.
         name: Prefix of the layers' names.
         split_dilations: With `"kernels"`, one output per dilation (the
-            other front-ends have one output whatever it says).
+            other front-ends, and the kernels at one dilation, have one
+            output whatever it says).
 
     Returns:
         The front-end's output, a (batch, steps', width) Keras tensor; with
-        `split_dilations` and `"kernels"`, a list of them, one per
-        dilation d = 1, 2, 4, … (width 84·D each).
+        `split_dilations` and `"kernels"` at more than one dilation, a list
+        of them, one per dilation d = 1, 2, 4, … (width 84·D each).
     """
     auto = isinstance(max_steps, str) and max_steps == "auto"
     if not auto and max_steps is not None:
@@ -126,6 +130,7 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
                 f"Argument `max_steps` must be a positive integer, 'auto' or None; received "
                 f"max_steps={max_steps!r}."
             ) from None
+    validation.check_bool("split_dilations", split_dilations)
     if front_end is None:
         return sequence
     validation.check_choice("front_end", front_end, FRONT_ENDS)
@@ -138,7 +143,7 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
         return LocalFeatures("window", window_size, strides=strides, name=name)(sequence)
     if front_end == "kernels":
         window = max(window_size, sequence.shape[1] or 0)
-        if not split_dilations:
+        if not split_dilations or len(kernel_dilations(window)) == 1:
             h = LocalFeatures("kernels", window, strides=strides, name=name)(sequence)
             return keras.layers.BatchNormalization(center=False, scale=False, name=f"{name}_norm")(h)
         return [

@@ -96,16 +96,18 @@ def nbof_classifier(
             quantizer and codebook of `num_codewords` of their own (the
             histogram has K·|dilations| bins, for as many distances as
             one codebook over all of them), or one quantizer sees them
-            all. Default None: per dilation, unless there is codeword
-            attention, whose weights would grow with (K·|dilations|)².
+            all. Default None: per dilation with `"kernels"`, unless
+            there is codeword attention, whose weights would grow with
+            (K·|dilations|)²; True with another front-end is refused.
         temporal_rank: Rank r of the temporal attention's W = 1/L + U Vᵀ
             (2·L·r weights, default 8); None for the paper's full L × L W,
             whose weights grow with the square of the steps L.
         hidden_units, dropout: The classifier head.
-        codebook_data: Optional training sequences (an array): the quantizer's
-            codebook is set by k-means on the feature vectors it sees for
-            them (after the input attention, if any), skipping padding
-            (`fit_codebook`, which also does it later on a built model).
+        codebook_data: Optional training sequences (an array): each
+            quantizer's codebook is set by k-means on the feature vectors
+            it sees for them (after the input attention, if any), skipping
+            padding (`fit_codebook`, which also does it later on a built
+            model).
         seed: Seed of the dropout and of k-means.
         name: Model name; default `"nbof"` or `"attention_nbof"`.
 
@@ -124,8 +126,13 @@ def nbof_classifier(
         )
     _check_head(num_classes, hidden_units, dropout)
     if codebook_per_dilation is None:
-        codebook_per_dilation = "codeword" not in attention
+        codebook_per_dilation = front_end == "kernels" and "codeword" not in attention
     validation.check_bool("codebook_per_dilation", codebook_per_dilation)
+    if codebook_per_dilation and front_end != "kernels":
+        raise ValueError(
+            f"Argument `codebook_per_dilation` must be False or None with front_end={front_end!r} (only the "
+            f"kernels have dilations); received codebook_per_dilation={codebook_per_dilation!r}."
+        )
     inputs, h = sequence_inputs(input_shape, mask_value, normalization)
     if "input" in attention:
         h = TwoDAttention(axis=2, name="input_attention")(h)
@@ -186,7 +193,8 @@ def recurrent_nbof_classifier(
     dilation), except that `max_steps="auto"` is 128 with
     `"kernels"` (`RECURRENT_MAX_STEPS`; 32 with `"conv"` and `"window"`):
     every step left is a step of the recurrence, and at 512 it trained
-    several times slower. The recurrent quantizer's layer is named
+    several times slower than with `"conv"` (`RECURRENT_MAX_STEPS` says
+    what 128 costs in accuracy). The recurrent quantizer's layer is named
     `recurrent_quantizer`.
     """
     _check_head(num_classes, hidden_units, dropout)
@@ -213,9 +221,10 @@ def _check_head(num_classes, hidden_units, dropout):
 
 
 def fit_codebook(model, data, seed=None):
-    """Sets the codebook of an `nbof_classifier` or `recurrent_nbof_classifier`
-    to the k-means centres of the vectors its quantizer sees for `data` (after
-    the layers before it), padded steps left out.
+    """Sets each codebook of an `nbof_classifier` or
+    `recurrent_nbof_classifier` to the k-means centres of the vectors its
+    quantizer sees for `data` (after the layers before it), padded steps
+    left out.
 
     Args:
         model: A model from either builder.

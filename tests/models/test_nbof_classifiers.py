@@ -6,6 +6,7 @@ import pytest
 
 from keras_relrec.export import export_tflite
 from keras_relrec.export import run_sequence
+from keras_relrec.models import local_front_end
 from keras_relrec.models import nbof_classifier
 from keras_relrec.models import recurrent_nbof_classifier
 
@@ -71,6 +72,23 @@ def test_a_codebook_per_dilation():
     model.fit(x, y, epochs=1, verbose=0)
     with pytest.raises(ValueError, match="codebook_per_dilation"):
         nbof_classifier((40, 2), 3, 5, codebook_per_dilation="yes")
+    with pytest.raises(ValueError, match="`codebook_per_dilation`.*front_end='conv'"):
+        nbof_classifier((40, 2), 3, 5, front_end="conv", codebook_per_dilation=True)
+    with pytest.raises(ValueError, match="split_dilations"):
+        local_front_end(keras.Input((40, 2)), "kernels", split_dilations="no")
+
+
+def test_one_codebook_with_codeword_attention_or_one_dilation():
+    """Codeword attention over every dilation's codewords would have
+    (K·|dilations|)² weights: with it the default is one codebook (K × K).
+    At one dilation (12 steps) there is nothing to split."""
+    model = nbof_classifier((40, 2), 3, 5, attention=("codeword",))
+    names = [layer.name for layer in model.layers]
+    assert "quantizer" in names and "memberships" not in names and "front_end" in names
+    assert model.get_layer("front_end").dilations == (1, 2, 4)
+    assert [tuple(w.shape) for w in model.get_layer("codeword_attention").weights if len(w.shape) == 2] == [(5, 5)]
+    short = nbof_classifier((12, 2), 3, 5)
+    assert {"front_end", "front_end_norm", "quantizer"} <= {layer.name for layer in short.layers}
 
 
 def test_minirocket_kernels_front_end():

@@ -93,8 +93,8 @@ class LocalFeatures(keras.layers.Layer):
 
     Returns:
         (batch, ⌈steps / s⌉, filters), (batch, ⌈steps / s⌉, w·D) or
-        (batch, ⌈steps / s⌉, 84·|dil|·D), with the mask of each output's
-        last step.
+        (batch, ⌈steps / s⌉, 84·|dil|·D), with a mask: an output is valid
+        where any step of its block is.
 
     Example:
 
