@@ -55,21 +55,19 @@ def test_constraints_pin_registry_releases_only():
     assert pins and not offenders, offenders
 
 
-def test_xdist_groups_run_on_one_worker(tmp_path):
-    """`make test` runs `--dist loadgroup` so that the tests of one
-    `xdist_group` share a worker and its session fixture (the contract's
-    other-backends results, minutes to compute) is computed once: with the
-    installed pytest and pytest-xdist, a session fixture of a group is set
-    up by one worker only."""
-    (tmp_path / "test_group.py").write_text(
+def fixture_setups_on_two_workers(tmp_path, scope, mark=""):
+    """Runs eight tests using a `scope` fixture (each marked `mark`) and
+    eight that do not, under `-n 2 --dist loadgroup` in `tmp_path`; the
+    workers that set the fixture up, one line per setup."""
+    (tmp_path / "test_setups.py").write_text(
         "import os, pytest\n"
-        "@pytest.fixture(scope='session')\n"
+        f"@pytest.fixture(scope={scope!r})\n"
         "def shared():\n"
         "    with open(os.environ['SETUPS'], 'a') as f:\n"
         "        f.write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n"
-        "@pytest.mark.xdist_group('g')\n"
-        "@pytest.mark.parametrize('a', range(8))\n"
-        "def test_grouped(a, shared):\n"
+        + mark
+        + "@pytest.mark.parametrize('a', range(8))\n"
+        "def test_shared(a, shared):\n"
         "    pass\n"
         "@pytest.mark.parametrize('a', range(8))\n"
         "def test_free(a):\n"
@@ -78,11 +76,21 @@ def test_xdist_groups_run_on_one_worker(tmp_path):
     setups = tmp_path / "setups.txt"
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
-         "test_group.py"],
+         "test_setups.py"],
         cwd=tmp_path, env={**os.environ, "SETUPS": str(setups)}, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stdout[-2000:]
-    assert len(setups.read_text().split()) == 1, setups.read_text()
+    return setups.read_text().split()
+
+
+def test_xdist_groups_run_on_one_worker(tmp_path):
+    """`make test` runs `--dist loadgroup` so that the tests of one
+    `xdist_group` share a worker and its session fixture (the contract's
+    other-backends results, minutes to compute) is computed once: with the
+    installed pytest and pytest-xdist, a session fixture of a group is set
+    up by one worker only."""
+    setups = fixture_setups_on_two_workers(tmp_path, "session", "@pytest.mark.xdist_group('g')\n")
+    assert len(setups) == 1, setups
 
 
 def test_a_module_fixture_is_set_up_once(tmp_path):
@@ -93,24 +101,5 @@ def test_a_module_fixture_is_set_up_once(tmp_path):
         f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
         "from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n"
     )
-    (tmp_path / "test_module_fixture.py").write_text(
-        "import os, pytest\n"
-        "@pytest.fixture(scope='module')\n"
-        "def shared():\n"
-        "    with open(os.environ['SETUPS'], 'a') as f:\n"
-        "        f.write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n"
-        "@pytest.mark.parametrize('a', range(8))\n"
-        "def test_shared(a, shared):\n"
-        "    pass\n"
-        "@pytest.mark.parametrize('a', range(8))\n"
-        "def test_free(a):\n"
-        "    pass\n"
-    )
-    setups = tmp_path / "setups.txt"
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
-         "test_module_fixture.py"],
-        cwd=tmp_path, env={**os.environ, "SETUPS": str(setups)}, capture_output=True, text=True,
-    )
-    assert result.returncode == 0, result.stdout[-2000:]
-    assert len(setups.read_text().split()) == 1, setups.read_text()
+    setups = fixture_setups_on_two_workers(tmp_path, "module")
+    assert len(setups) == 1, setups
