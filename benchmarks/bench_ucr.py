@@ -7,16 +7,19 @@ with its official train/test split. Each builder is trained by
 sets, for every seed:
 
 - NBoF: `nbof_classifier` (its default "kernels" front-end: MiniRocket's
-  fixed kernels before the quantizer, at most 512 steps; a codebook of 32
-  codewords per dilation);
+  fixed kernels before the quantizer, at most 512 steps, each standardized
+  response r compressed to asinh(10 · r); a codebook of 32 codewords per
+  dilation);
 - attention NBoF: the same with codeword and temporal attention (the
   temporal W of rank 8; one codebook of 32, the default with codeword
   attention);
 - recurrent NBoF: `recurrent_nbof_classifier` (its default "kernels"
   front-end, at most 128 steps);
 - C(TABL): `tabl_network("C", "TABL")` with the "conv" front-end;
-- options beside them: NBoF with one codebook over every dilation (the
-  earlier default), and NBoF, attention NBoF and recurrent NBoF with the
+- options beside them: NBoF without the compression
+  (`front_end_compression=None`, the earlier default), and with one
+  codebook over every dilation, uncompressed (the default before that),
+  and NBoF, attention NBoF and recurrent NBoF with the
   learned "conv" front-end instead (NBoF's trained by its recipe in
   `FRONT_END_RECIPES`).
 
@@ -104,7 +107,9 @@ MODELS = {
     "attention_nbof": ("attention NBoF", "nbof_classifier", {"attention": ("codeword", "temporal")}, True),
     "recurrent_nbof": ("recurrent NBoF", "recurrent_nbof_classifier", {}, True),
     "tabl": ("C(TABL)", "tabl_network", {"config": "C", "front_end": "conv"}, True),
-    "nbof_one_codebook": ("NBoF, one codebook", "nbof_classifier", {"codebook_per_dilation": False}, True),
+    "nbof_uncompressed": ("NBoF, uncompressed", "nbof_classifier", {"front_end_compression": None}, True),
+    "nbof_one_codebook": ("NBoF, one codebook", "nbof_classifier",
+                          {"codebook_per_dilation": False, "front_end_compression": None}, True),
     "nbof_conv": ("NBoF, conv", "nbof_classifier", {"front_end": "conv"}, True),
     "attention_nbof_conv": ("attention NBoF, conv", "nbof_classifier",
                             {"attention": ("codeword", "temporal"), "front_end": "conv"}, True),
@@ -123,7 +128,7 @@ LONG_SERIES = {"recurrent NBoF": ("recurrent_nbof_raw", "recurrent_nbof_conv"), 
 # The ready-made builders, in the main table, and options of theirs beside
 # them.
 BUILDERS = ("nbof", "attention_nbof", "recurrent_nbof", "tabl")
-OPTIONS = ("nbof_one_codebook", "nbof_conv", "attention_nbof_conv", "recurrent_nbof_conv")
+OPTIONS = ("nbof_uncompressed", "nbof_one_codebook", "nbof_conv", "attention_nbof_conv", "recurrent_nbof_conv")
 FIRST_SEED_ONLY = {"dtw"} | {m for pair in LONG_SERIES.values() for m in pair if m not in BUILDERS + OPTIONS}
 # Recurrences over the raw steps grow with the length: the relational
 # memory takes about 3.5 minutes a fit at 150–251 steps here, and an LSTM or

@@ -7,6 +7,7 @@ from keras_relrec.layers import BoFQuantizer
 from keras_relrec.layers import LocalFeatures
 from keras_relrec.layers import RecurrentBoFCell
 from keras_relrec.layers import TwoDAttention
+from keras_relrec.models.front_end import COMPRESSION
 from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
 from keras_relrec.models.front_end import WINDOW_SIZE
 from keras_relrec.models.front_end import local_front_end
@@ -35,13 +36,16 @@ def nbof_classifier(
     dropout=0.2,
     codebook_data=None,
     seed=None,
+    front_end_compression="auto",
     name=None,
 ):
     """NBoF, or attention NBoF, for (steps, features) sequences; outputs logits.
 
     ```
     sequence → [Masking] → [Normalization] → [input attention]
-             → [local features: front_end]
+             → [local features: front_end; with "kernels" and no
+                attention, asinh(10 · r) of each response r by default:
+                front_end_compression]
              → BoFQuantizer (memberships Φ; with the kernels one per
                dilation, Φ = [Φ_1, Φ_2, Φ_4, …] side by side)
              → [codeword attention] → [temporal attention]
@@ -62,7 +66,10 @@ def nbof_classifier(
     gives it the responses of MiniRocket's fixed kernels at every step,
     for univariate and multivariate series alike (on the sets of
     `benchmarks/bench_ucr.py` it beat the learned `"conv"` front-end by
-    several points); `front_end=None` quantizes the raw steps (the paper's
+    several points); without attention each response is compressed to
+    asinh(10 · r), so that small fluctuations count beside large jumps
+    (`front_end_compression`);
+    `front_end=None` quantizes the raw steps (the paper's
     setting, for features that already describe a step, e.g. speech frames
     or order-book levels).
 
@@ -109,6 +116,13 @@ def nbof_classifier(
             padding (`fit_codebook`, which also does it later on a built
             model).
         seed: Seed of the dropout and of k-means.
+        front_end_compression: None, or c > 0: with `"kernels"`, each
+            standardized response r becomes asinh(c · r) before the
+            quantizer (see `local_front_end`). Default `"auto"`:
+            `COMPRESSION` (10) with `"kernels"` and no attention, None
+            otherwise (the attention NBoF was not measured with it;
+            `benchmarks/RESULTS.md` measures NBoF with c = 10 against
+            none).
         name: Model name; default `"nbof"` or `"attention_nbof"`.
 
     Returns:
@@ -125,6 +139,8 @@ def nbof_classifier(
             f"attention={attention!r}."
         )
     _check_head(num_classes, hidden_units, dropout)
+    if isinstance(front_end_compression, str) and front_end_compression == "auto":
+        front_end_compression = COMPRESSION if front_end == "kernels" and not attention else None
     if codebook_per_dilation is None:
         codebook_per_dilation = front_end == "kernels" and "codeword" not in attention
     validation.check_bool("codebook_per_dilation", codebook_per_dilation)
@@ -137,7 +153,7 @@ def nbof_classifier(
     if "input" in attention:
         h = TwoDAttention(axis=2, name="input_attention")(h)
     parts = local_front_end(h, front_end, front_end_filters, window_size, max_steps,
-                            split_dilations=codebook_per_dilation)
+                            split_dilations=codebook_per_dilation, compression=front_end_compression)
     parts = parts if isinstance(parts, list) else [parts]
     if len(parts) == 1:
         phi = BoFQuantizer(num_codewords, scale=scale, name="quantizer")(parts[0])
@@ -172,6 +188,7 @@ def recurrent_nbof_classifier(
     dropout=0.2,
     codebook_data=None,
     seed=None,
+    front_end_compression=None,
     name="recurrent_nbof",
 ):
     """Recurrent NBoF: `RecurrentBoFCell` histograms s_j averaged over the
@@ -203,7 +220,8 @@ def recurrent_nbof_classifier(
             and front_end in RECURRENT_MAX_STEPS:
         max_steps = RECURRENT_MAX_STEPS[front_end]
     inputs, h = sequence_inputs(input_shape, mask_value, normalization)
-    h = local_front_end(h, front_end, front_end_filters, window_size, max_steps)
+    h = local_front_end(h, front_end, front_end_filters, window_size, max_steps,
+                        compression=front_end_compression)
     states = keras.layers.RNN(RecurrentBoFCell(num_codewords), return_sequences=True,
                               name="recurrent_quantizer")(h)
     histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(states)

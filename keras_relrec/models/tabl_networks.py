@@ -31,6 +31,7 @@ def tabl_network(
     front_end_filters=32,
     window_size=WINDOW_SIZE,
     max_steps="auto",
+    front_end_compression=None,
     name=None,
 ):
     """The paper's A, B or C network; outputs class logits.
@@ -66,8 +67,8 @@ def tabl_network(
             of each step first (see `local_front_end`; channels_last
             only), for raw series, where one value per step says little on
             its own.
-        front_end_filters, window_size, max_steps: Of the front-end (see
-            `nbof_classifier`).
+        front_end_filters, window_size, max_steps, front_end_compression:
+            Of the front-end (see `nbof_classifier`).
         name: Model name; default e.g. `"C_TABL"`.
 
     Input: (T, D) windows of D features per step, T fixed. The bilinear
@@ -102,7 +103,8 @@ def tabl_network(
             f"data_format={data_format!r}."
         )
     inputs, h = sequence_inputs(input_shape, mask_value, normalization, name="window")
-    h = local_front_end(h, front_end, front_end_filters, window_size, max_steps)
+    h = local_front_end(h, front_end, front_end_filters, window_size, max_steps,
+                        compression=front_end_compression)
     for k, (units, steps) in enumerate(CONFIGS[config], start=1):
         h = BilinearLayer(units, steps, activation="relu", name=f"bl_{k}", **common)(h)
         h = keras.layers.Dropout(dropout, name=f"dropout_{k}")(h)

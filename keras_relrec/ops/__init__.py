@@ -1,6 +1,7 @@
 """Math that several layer families share, written with `keras.ops` only."""
 
 from keras_relrec.ops.codeword_similarity import codeword_logits
+from keras_relrec.ops.compression import asinh
 from keras_relrec.ops.masking import gather_steps
 from keras_relrec.ops.masking import masked_mean
 from keras_relrec.ops.masking import masked_softmax

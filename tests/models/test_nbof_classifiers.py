@@ -57,7 +57,8 @@ def test_a_codebook_per_dilation():
     rng = np.random.default_rng(6)
     x, y = rng.normal(size=(8, 40, 2)).astype("float32"), rng.integers(0, 3, 8)
     x[0, 30:] = 0.0  # padding, left out of k-means
-    model = nbof_classifier((40, 2), 3, 5, front_end="kernels", max_steps=20, codebook_data=x, seed=0)
+    model = nbof_classifier((40, 2), 3, 5, front_end="kernels", max_steps=20, front_end_compression=None,
+                            codebook_data=x, seed=0)
     for k, d in enumerate((1, 2, 4), start=1):
         assert model.get_layer(f"front_end_d{d}").dilations == (d,)
         quantizer = model.get_layer(f"quantizer_{k}")
@@ -76,6 +77,45 @@ def test_a_codebook_per_dilation():
         nbof_classifier((40, 2), 3, 5, front_end="conv", codebook_per_dilation=True)
     with pytest.raises(ValueError, match="split_dilations"):
         local_front_end(keras.Input((40, 2)), "kernels", split_dilations="no")
+
+
+def test_compressed_kernel_responses(tmp_path):
+    """`front_end_compression=c`: each standardized response r of every
+    dilation becomes asinh(c · r) before its quantizer, whose codebook is
+    k-means of what it sees, and the model saves and loads."""
+    from sklearn.cluster import KMeans
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(6, 40, 2)).astype("float32")
+    model = nbof_classifier((40, 2), 3, 5, front_end="kernels", max_steps=None, front_end_compression=10.0,
+                            codebook_data=x, seed=0)
+    for k, d in enumerate((1, 2, 4), start=1):
+        standardized, compressed = keras.Model(model.input, [model.get_layer(f"front_end_norm_d{d}").output,
+                                                             model.get_layer(f"front_end_asinh_d{d}").output])(x)
+        r = np.asarray(standardized, np.float64)
+        np.testing.assert_allclose(compressed, np.arcsinh(10.0 * r), rtol=1e-5, atol=1e-5)
+        assert keras.tree.flatten(model.get_layer(f"quantizer_{k}").input)[0] is \
+            model.get_layer(f"front_end_asinh_d{d}").output
+    seen = np.arcsinh(10.0 * np.asarray(standardized, np.float64)).reshape(-1, 84 * 2)
+    np.testing.assert_allclose(model.get_layer("quantizer_3").codebook.numpy(),
+                               KMeans(5, n_init=4, random_state=0).fit(seen).cluster_centers_, atol=1e-4)
+    model.save(tmp_path / "nbof.keras")
+    np.testing.assert_allclose(keras.saving.load_model(tmp_path / "nbof.keras")(x), model(x), atol=1e-6)
+    one = recurrent_nbof_classifier((40, 2), 3, 5, front_end_compression=2.0)
+    assert one.get_layer("front_end_scale").scale == 2.0
+    # NBoF's default: c = 10 with the kernels and no attention; none with
+    # attention, another front-end, or in the other builders.
+    assert nbof_classifier((40, 2), 3, 5).get_layer("front_end_scale_d1").scale == 10.0
+    for model in (nbof_classifier((40, 2), 3, 5, attention=("temporal",)),
+                  nbof_classifier((40, 2), 3, 5, front_end="conv"), recurrent_nbof_classifier((40, 2), 3, 5)):
+        assert not any("asinh" in layer.name for layer in model.layers), model.name
+    with pytest.raises(ValueError, match="`front_end_compression`.*front_end='conv'"):
+        nbof_classifier((40, 2), 3, 5, front_end="conv", front_end_compression=10.0)
+    for bad in (0.0, -1.0, "10", True):
+        with pytest.raises(ValueError, match=f"compression={bad!r}"):
+            nbof_classifier((40, 2), 3, 5, front_end_compression=bad)
+    with pytest.raises(ValueError, match="front_end"):  # the front-end is named first
+        nbof_classifier((40, 2), 3, 5, front_end="rocket", front_end_compression=10.0)
 
 
 def test_one_codebook_with_codeword_attention_or_one_dilation():
@@ -139,14 +179,16 @@ def test_bad_arguments():
     assert nbof_classifier((9, 3), 4, 5, attention=None).name == "nbof"
 
 
-@pytest.mark.parametrize(("attention", "front_end", "window_size"), [
-    (("input", "codeword", "temporal"), "kernels", 16),
-    (("input", "codeword", "temporal"), "conv", 16),
-    ((), "kernels", 17),  # a codebook for each of dilations 1 and 2
+@pytest.mark.parametrize(("attention", "front_end", "window_size", "compression"), [
+    (("input", "codeword", "temporal"), "kernels", 16, None),
+    (("input", "codeword", "temporal"), "conv", 16, None),
+    # A codebook for each of dilations 1 and 2, of compressed responses.
+    ((), "kernels", 17, 10.0),
 ])
-def test_nbof_exports_to_tflite(attention, front_end, window_size, tmp_path):
+def test_nbof_exports_to_tflite(attention, front_end, window_size, compression, tmp_path):
     x, _ = padded_batch(seed=4)
-    model = nbof_classifier((9, 3), 4, 5, attention=attention, front_end=front_end, window_size=window_size)
+    model = nbof_classifier((9, 3), 4, 5, attention=attention, front_end=front_end, window_size=window_size,
+                            front_end_compression=compression)
     summary = export_tflite(model, tmp_path / "nbof.tflite", dynamic_length=False)
     assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
     np.testing.assert_allclose(run_sequence(tmp_path / "nbof.tflite", x)["output"],
