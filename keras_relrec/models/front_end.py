@@ -3,6 +3,7 @@ family: the masked, normalized input and its local features (see
 `LocalFeatures`)."""
 
 import math
+import numbers
 
 import keras
 import numpy as np
@@ -159,11 +160,12 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     if front_end is not None:
         validation.check_choice("front_end", front_end, FRONT_ENDS)
     if compression is not None and (front_end != "kernels" or isinstance(compression, bool)
-                                    or not isinstance(compression, (int, float)) or not compression > 0):
+                                    or not isinstance(compression, numbers.Real)
+                                    or not 0 < compression < math.inf):
         # The builders' argument is `front_end_compression`.
         raise ValueError(
-            f"Argument `compression` (`front_end_compression` of a builder) must be None, or a positive number "
-            f"with front_end='kernels' (it compresses the kernels' responses); received "
+            f"Argument `compression` (`front_end_compression` of a builder) must be None, or a positive finite "
+            f"number with front_end='kernels' (it compresses the kernels' responses); received "
             f"compression={compression!r} with front_end={front_end!r}."
         )
     if front_end is None:
@@ -184,7 +186,7 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
             h = keras.layers.BatchNormalization(center=False, scale=False, name=f"{name}_norm{suffix}")(h)
             if compression is None:
                 return h
-            h = keras.layers.Rescaling(compression, name=f"{name}_scale{suffix}")(h)
+            h = keras.layers.Rescaling(float(compression), name=f"{name}_scale{suffix}")(h)
             return keras.layers.Activation(asinh, name=f"{name}_asinh{suffix}")(h)
 
         if not split_dilations or len(kernel_dilations(window)) == 1:

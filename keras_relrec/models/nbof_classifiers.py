@@ -211,8 +211,9 @@ def recurrent_nbof_classifier(
     `"kernels"` (`RECURRENT_MAX_STEPS`; 32 with `"conv"` and `"window"`):
     every step left is a step of the recurrence, and at 512 it trained
     several times slower than with `"conv"` (`RECURRENT_MAX_STEPS` says
-    what 128 costs in accuracy). The recurrent quantizer's layer is named
-    `recurrent_quantizer`.
+    what 128 costs in accuracy), and `front_end_compression` defaults to
+    None (no compression; it was not measured here). The recurrent
+    quantizer's layer is named `recurrent_quantizer`.
     """
     _check_head(num_classes, hidden_units, dropout)
     # Anything else is the front-end's to refuse.

@@ -68,7 +68,8 @@ def tabl_network(
             only), for raw series, where one value per step says little on
             its own.
         front_end_filters, window_size, max_steps, front_end_compression:
-            Of the front-end (see `nbof_classifier`).
+            Of the front-end (see `nbof_classifier`); the compression
+            defaults to None here (none).
         name: Model name; default e.g. `"C_TABL"`.
 
     Input: (T, D) windows of D features per step, T fixed. The bilinear

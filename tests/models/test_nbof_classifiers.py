@@ -101,7 +101,7 @@ def test_compressed_kernel_responses(tmp_path):
                                KMeans(5, n_init=4, random_state=0).fit(seen).cluster_centers_, atol=1e-4)
     model.save(tmp_path / "nbof.keras")
     np.testing.assert_allclose(keras.saving.load_model(tmp_path / "nbof.keras")(x), model(x), atol=1e-6)
-    one = recurrent_nbof_classifier((40, 2), 3, 5, front_end_compression=2.0)
+    one = recurrent_nbof_classifier((40, 2), 3, 5, front_end_compression=np.float32(2.0))
     assert one.get_layer("front_end_scale").scale == 2.0
     # NBoF's default: c = 10 with the kernels and no attention; none with
     # attention, another front-end, or in the other builders.
@@ -111,7 +111,7 @@ def test_compressed_kernel_responses(tmp_path):
         assert not any("asinh" in layer.name for layer in model.layers), model.name
     with pytest.raises(ValueError, match="`front_end_compression`.*front_end='conv'"):
         nbof_classifier((40, 2), 3, 5, front_end="conv", front_end_compression=10.0)
-    for bad in (0.0, -1.0, "10", True):
+    for bad in (0.0, -1.0, float("inf"), float("nan"), "10", True):
         with pytest.raises(ValueError, match=f"compression={bad!r}"):
             nbof_classifier((40, 2), 3, 5, front_end_compression=bad)
     with pytest.raises(ValueError, match="front_end"):  # the front-end is named first
