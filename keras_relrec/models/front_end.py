@@ -3,7 +3,6 @@ family: the masked, normalized input and its local features (see
 `LocalFeatures`)."""
 
 import math
-import numbers
 
 import keras
 import numpy as np
@@ -159,15 +158,18 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     validation.check_bool("split_dilations", split_dilations)
     if front_end is not None:
         validation.check_choice("front_end", front_end, FRONT_ENDS)
-    if compression is not None and (front_end != "kernels" or isinstance(compression, bool)
-                                    or not isinstance(compression, numbers.Real)
-                                    or not 0 < compression < math.inf):
-        # The builders' argument is `front_end_compression`.
-        raise ValueError(
-            f"Argument `compression` (`front_end_compression` of a builder) must be None, or a positive finite "
-            f"number with front_end='kernels' (it compresses the kernels' responses); received "
-            f"compression={compression!r} with front_end={front_end!r}."
-        )
+    if compression is not None:
+        try:
+            if front_end != "kernels":
+                raise ValueError
+            compression = validation.check_positive_float("compression", compression)
+        except ValueError:
+            # The builders' argument is `front_end_compression`.
+            raise ValueError(
+                f"Argument `compression` (`front_end_compression` of a builder) must be None, or a positive "
+                f"finite number with front_end='kernels' (it compresses the kernels' responses); received "
+                f"compression={compression!r} with front_end={front_end!r}."
+            ) from None
     if front_end is None:
         return sequence
     validation.check_positive_int("window_size", window_size)
@@ -186,7 +188,7 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
             h = keras.layers.BatchNormalization(center=False, scale=False, name=f"{name}_norm{suffix}")(h)
             if compression is None:
                 return h
-            h = keras.layers.Rescaling(float(compression), name=f"{name}_scale{suffix}")(h)
+            h = keras.layers.Rescaling(compression, name=f"{name}_scale{suffix}")(h)
             return keras.layers.Activation(asinh, name=f"{name}_asinh{suffix}")(h)
 
         if not split_dilations or len(kernel_dilations(window)) == 1:
