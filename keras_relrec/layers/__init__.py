@@ -3,6 +3,7 @@
 from keras_relrec.layers.bag_of_features import BoFQuantizer
 from keras_relrec.layers.bag_of_features import LocalFeatures
 from keras_relrec.layers.bag_of_features import RecurrentBoFCell
+from keras_relrec.layers.bag_of_features import SegmentMean
 from keras_relrec.layers.bag_of_features import TwoDAttention
 from keras_relrec.layers.bilinear import TABL
 from keras_relrec.layers.bilinear import BilinearLayer

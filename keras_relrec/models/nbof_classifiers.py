@@ -240,13 +240,13 @@ def _check_head(num_classes, hidden_units, dropout):
 
 
 def fit_codebook(model, data, seed=None):
-    """Sets each codebook of an `nbof_classifier` or
-    `recurrent_nbof_classifier` to the k-means centres of the vectors its
-    quantizer sees for `data` (after the layers before it), padded steps
-    left out.
+    """Sets each codebook of an `nbof_classifier`, a
+    `recurrent_nbof_classifier` or a `tabl_network` with `num_codewords` to
+    the k-means centres of the vectors its quantizer sees for `data` (after
+    the layers before it), padded steps left out.
 
     Args:
-        model: A model from either builder.
+        model: A model from one of these builders.
         data: Training sequences, an array (examples, steps, features).
         seed: Seed of k-means.
     """

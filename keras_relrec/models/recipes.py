@@ -120,8 +120,10 @@ def _recurrent_nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
 
 
 def _tabl(x, num_classes, mask_value, normalization, seed, **kwargs):
+    # The codebooks, where there are quantizers, from the fitted part.
+    codebook = {"codebook_data": x, "seed": seed} if kwargs.get("num_codewords") is not None else {}
     return tabl_network(input_shape=x.shape[1:], num_classes=num_classes, mask_value=mask_value,
-                        normalization=normalization, **_front_end(x, mask_value, kwargs, tabl_network))
+                        normalization=normalization, **codebook, **_front_end(x, mask_value, kwargs, tabl_network))
 
 
 # Each builder, how the trainer calls it, and its recipe with its default

@@ -4,6 +4,7 @@ from keras_relrec.ops.codeword_similarity import codeword_logits
 from keras_relrec.ops.compression import asinh
 from keras_relrec.ops.masking import gather_steps
 from keras_relrec.ops.masking import masked_mean
+from keras_relrec.ops.masking import masked_segment_mean
 from keras_relrec.ops.masking import masked_softmax
 from keras_relrec.ops.masking import valid_steps_back
 from keras_relrec.ops.masking import valid_steps_first

@@ -45,6 +45,44 @@ def masked_mean(x, mask=None, axis=1):
     return total / ops.maximum(count, ops.cast(1.0, x.dtype))
 
 
+def masked_segment_mean(x, mask=None, num_segments=1):
+    """Means of `x` over `num_segments` consecutive segments of its steps,
+    counting only steps where `mask` is true.
+
+    Step t of T belongs to segment ⌊t · S / T⌋ (S = `num_segments`), so the
+    segments are as equal as T allows (⌊T/S⌋ or ⌈T/S⌉ steps each, for
+    T ≥ S) and every step is in exactly one. The segments are of the steps'
+    axis, the same for every sequence: a sequence padded at the end leaves
+    its last segments without a valid step.
+
+    Args:
+        x: (batch, steps, channels) tensor.
+        mask: `None`, or a boolean (batch, steps) tensor.
+        num_segments: Positive int S.
+
+    Returns:
+        (batch, S, channels). A segment with no valid step, or no step at
+        all, gives zeros. Masked steps are selected away; the segments'
+        sums are one matrix product, so an inf or NaN at a valid step
+        reaches every segment, not its own alone.
+    """
+    steps = ops.shape(x)[1]
+    # (T, S) indicators of each step's segment, as comparisons: s · T ≤
+    # t · S < (s + 1) · T. TF Lite would make ONE_HOT (which TFLM lacks) of
+    # an equality with a range. Matrix products sum the segments.
+    scaled = ops.arange(steps, dtype="int32")[:, None] * num_segments
+    start = ops.arange(num_segments, dtype="int32") * steps
+    members = ops.cast((scaled >= start) & (scaled < start + steps), x.dtype)
+    if mask is None:
+        valid = ops.ones(ops.shape(x)[:2], x.dtype)
+    else:
+        valid = ops.cast(mask, x.dtype)
+        x = ops.where(_broadcast_mask(mask, x), x, ops.zeros_like(x))
+    total = ops.matmul(ops.transpose(members), x)
+    count = ops.expand_dims(ops.matmul(valid, members), -1)
+    return total / ops.maximum(count, ops.cast(1.0, x.dtype))
+
+
 def masked_softmax(logits, valid, axis=-1):
     """Softmax along `axis` over the entries where `valid` is true.
 

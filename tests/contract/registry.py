@@ -159,6 +159,29 @@ ENTRIES = [
     ),
     Entry(
         layers.BoFQuantizer,
+        # Histograms of three segments of two steps each.
+        {"num_codewords": 5, "output_mode": "segment_histograms", "num_segments": 3},
+        (6, 3),
+        variant="segment-histograms",
+        bad_kwargs=[
+            ({"num_segments": 0}, "num_segments"),
+            ({"output_mode": "histogram"}, "num_segments"),
+        ],
+        bad_rank_match=r"expects sequences \(batch, steps, features\)",
+        takes_mask=True,
+        consumes_mask=True,
+    ),
+    Entry(
+        layers.SegmentMean,
+        {"num_segments": 4},
+        (6, 3),
+        bad_kwargs=[({"num_segments": 0}, "num_segments"), ({"num_segments": 2.0}, "num_segments")],
+        bad_rank_match=r"expects sequences \(batch, steps, features\)",
+        takes_mask=True,
+        consumes_mask=True,
+    ),
+    Entry(
+        layers.BoFQuantizer,
         # The histogram of feature maps, with the other similarity.
         {"num_codewords": 5, "output_mode": "histogram", "scale": "per_codeword",
          "distance": "squared_l2"},

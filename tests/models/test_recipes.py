@@ -44,11 +44,15 @@ def test_raw_steps_cannot_tell_a_series_from_its_reverse():
     assert np.abs(np.asarray(local(x)) - np.asarray(local(x[:, ::-1]))).max() > 1e-3
 
 
-@pytest.mark.parametrize("builder", [nbof_classifier, tabl_network])
-def test_the_recipe_learns_what_the_shape_says(builder):
+@pytest.mark.parametrize("builder, kwargs", [
+    (nbof_classifier, {}),
+    (tabl_network, {"front_end": "conv"}),
+    # Local histograms: the codebooks from the fitted part, by the recipe.
+    (tabl_network, {"front_end": "kernels", "num_codewords": 8}),
+])
+def test_the_recipe_learns_what_the_shape_says(builder, kwargs):
     x, y = ramps(48)
     x_test, y_test = ramps(64, seed=1)
-    kwargs = {"front_end": "conv"} if builder is tabl_network else {}
     # Without XLA: its compile costs more than 120 small steps.
     model, history = train_classifier(builder, x, y, seed=0, recipe=Recipe(gradient_steps=120), jit_compile=False,
                                       **kwargs)

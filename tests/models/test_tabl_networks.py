@@ -8,9 +8,13 @@ from keras_relrec.export import export_tflite
 from keras_relrec.export import run_sequence
 from keras_relrec.layers import TABL
 from keras_relrec.layers import BilinearLayer
+from keras_relrec.layers import BoFQuantizer
+from keras_relrec.layers.bag_of_features.local_features import kernel_dilations
 from keras_relrec.models import class_weights
 from keras_relrec.models import compile_as_in_paper
 from keras_relrec.models import tabl_network
+from keras_relrec.models.tabl_networks import NUM_SEGMENTS
+from tests.layers.bag_of_features.test_bag_of_features_equations import memberships
 
 
 @pytest.mark.parametrize("config, hidden", [("A", []), ("B", [(5, 120)]),
@@ -61,3 +65,94 @@ def test_c_tabl_exports_to_tflite(tmp_path):
     assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
     np.testing.assert_allclose(run_sequence(tmp_path / "c_tabl.tflite", x)["output"],
                                model.predict(x, verbose=0), atol=1e-5)
+
+
+def padded_series(seed=2):
+    """Twelve univariate series of 40 steps, the last four padded from step
+    25 on with -1e4."""
+    x = np.cumsum(np.random.default_rng(seed).normal(size=(12, 40, 1)), axis=1).astype("float32")
+    x[8:, 25:] = -1e4
+    return x
+
+
+def test_local_histograms():
+    """With `num_codewords`, the bilinear layers see, for each segment of
+    the time axis, the histogram of one quantizer per dilation (codebooks:
+    k-means of the responses at the valid steps) and the mean of the
+    normalized window; padding is in no histogram and no mean."""
+    from sklearn.cluster import KMeans
+
+    x = padded_series()
+    valid = np.ones((12, 40), bool)
+    valid[8:, 25:] = False
+    mean, variance = x[valid].mean(), x[valid].var()
+    model = tabl_network("C", input_shape=(40, 1), num_classes=2, mask_value=-1e4, normalization=(mean, variance),
+                         front_end="kernels", num_codewords=4, codebook_data=x, seed=0)
+    quantizers = [layer for layer in model.layers if isinstance(layer, BoFQuantizer)]
+    groups = len(kernel_dilations(40))
+    assert groups > 1 and [q.name for q in quantizers] == [f"quantizer_{k}" for k in range(1, groups + 1)]
+    assert all(q.output_mode == "segment_histograms" and q.num_segments == NUM_SEGMENTS for q in quantizers)
+    segments = keras.Model(model.inputs, model.get_layer("segments").output).predict(x, verbose=0)
+    assert segments.shape == (12, NUM_SEGMENTS, 4 * groups + 1)
+    # Step t is in segment ⌊16 t / 40⌋: a padded series' 25 valid steps
+    # fill segments 0-9, and segments 10-15 (steps 25-39) are zeros.
+    members = np.arange(40) * NUM_SEGMENTS // 40
+
+    def segment_means(values):
+        return np.stack([np.stack([values[b][(members == s) & valid[b]].mean(0)
+                                   if np.any((members == s) & valid[b]) else np.zeros(values.shape[-1])
+                                   for s in range(NUM_SEGMENTS)]) for b in range(12)])
+
+    for k, d in enumerate(kernel_dilations(40)):
+        quantizer = model.get_layer(f"quantizer_{k + 1}")
+        seen = keras.Model(model.inputs, model.get_layer(f"front_end_norm_d{d}").output).predict(x, verbose=0)
+        expected = KMeans(4, n_init=4, random_state=0).fit(seen[valid].astype("float64")).cluster_centers_
+        np.testing.assert_allclose(quantizer.codebook.numpy(), expected, atol=1e-4)
+        codebook, scales = (np.asarray(w, np.float64) for w in quantizer.get_weights())
+        phi = memberships(seen.astype(np.float64), codebook, scales, "l2")
+        np.testing.assert_allclose(segments[..., 4 * k:4 * k + 4], segment_means(phi), atol=1e-5)
+    standardized = (x.astype(np.float64) - mean) / np.sqrt(variance)
+    np.testing.assert_allclose(segments[..., -1:], segment_means(standardized), atol=1e-4)
+    assert np.all(segments[8:, 10:] == 0.0) and np.all(segments[8:, :10, :-1].sum(-1) > 0)
+    assert tuple(model.output.shape) == (None, 2)
+
+
+def test_local_histograms_segments():
+    # "auto": 16, or every step where fewer are left.
+    model = tabl_network("C", input_shape=(10, 3), num_classes=2, num_codewords=4)
+    assert model.get_layer("quantizer").num_segments == 10
+    # Each segment: the histogram of 4 codewords and the means of 3 features.
+    assert tuple(model.get_layer("bl_1").input.shape) == (None, 10, 4 + 3)
+    model = tabl_network("B", input_shape=(40, 1), num_classes=2, front_end="conv", num_codewords=4, num_segments=8)
+    assert tuple(model.get_layer("quantizer").output.shape) == (None, 8, 4)
+    with pytest.raises(ValueError, match="num_segments"):
+        tabl_network("B", input_shape=(40, 1), front_end="conv", num_codewords=4, num_segments=33)
+    # Series of any length: the bilinear layers see 16 segments whatever T.
+    model = tabl_network("B", input_shape=(None, 1), num_classes=2, front_end="conv", num_codewords=4)
+    for steps in (20, 50):
+        assert model(np.zeros((1, steps, 1), "float32")).shape == (1, 2)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"num_segments": 8}, "num_segments"),
+    ({"codebook_data": np.zeros((2, 40, 1))}, "codebook_data"),
+    ({"num_codewords": 0}, "num_codewords"),
+    ({"num_codewords": 4, "num_segments": "all"}, "num_segments"),
+    ({"num_codewords": 4, "input_shape": (1, 40), "data_format": "channels_first"}, "num_codewords"),
+])
+def test_local_histograms_bad_arguments(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        tabl_network(**{"input_shape": (40, 1), **kwargs})
+
+
+def test_local_histograms_round_trip_and_export(tmp_path):
+    x = padded_series()
+    model = tabl_network("C", input_shape=(40, 1), num_classes=2, mask_value=-1e4, front_end="kernels",
+                         num_codewords=4, codebook_data=x, seed=0)
+    model.save(tmp_path / "c_tabl.keras")
+    loaded = keras.saving.load_model(tmp_path / "c_tabl.keras")
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
+    summary = export_tflite(model, tmp_path / "c_tabl.tflite", dynamic_length=False)
+    assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
+    np.testing.assert_allclose(run_sequence(tmp_path / "c_tabl.tflite", x)["output"],
+                               model.predict(x, verbose=0), atol=1e-4)

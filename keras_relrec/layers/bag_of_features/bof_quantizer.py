@@ -6,14 +6,16 @@ from keras import ops
 from keras_relrec.layers.bag_of_features.codebook import adapt_codebook
 from keras_relrec.ops import codeword_logits
 from keras_relrec.ops import masked_mean
+from keras_relrec.ops import masked_segment_mean
 from keras_relrec.ops import zero_masked
 from keras_relrec.ops.codeword_similarity import DISTANCES
 from keras_relrec.utils import validation
+from keras_relrec.utils.dtypes import at_least_float32
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
 SCALES = ("per_dimension", "per_codeword")
-OUTPUT_MODES = ("memberships", "histogram")
+OUTPUT_MODES = ("memberships", "histogram", "segment_histograms")
 
 
 @register_layer
@@ -30,10 +32,20 @@ class BoFQuantizer(keras.layers.Layer):
     d_nk = ‖w_k ⊙ (x_n − v_k)‖₂²                     distance="squared_l2"
     φ_nk = exp(−d_nk) / Σ_j exp(−d_nj)               (softmax over codewords)
     y    = (1 / N) Σ_n φ_n                           output_mode="histogram"
+    y_s  = (1 / N_s) Σ_{n ∈ segment s} φ_n           output_mode="segment_histograms"
     ```
 
-    where the mean runs over the valid (unmasked) vectors. The lecture's
-    layer is `distance="l2"`, `scale="per_dimension"` (w_k ∈ R^D). The
+    where the means run over the valid (unmasked) vectors. Segment
+    histograms keep coarse order, where one histogram keeps none: step t of
+    T is in segment s = ⌊t · S / T⌋ of S = `num_segments`, so a sequence
+    gives S histograms of consecutive, near-equal stretches of the time
+    axis. The segments are the same for every sequence (a segment means the
+    same time in each): a sequence padded at the end leaves its last
+    segments without a valid vector, and such a segment gives zeros.
+    (Segments of each sequence's own valid steps instead did worse where
+    the lengths differ: `benchmarks/RESULTS.md`.)
+
+    The lecture's layer is `distance="l2"`, `scale="per_dimension"` (w_k ∈ R^D). The
     authors' later code uses a scalar scale per codeword
     (`scale="per_codeword"`) and a Gaussian of the squared distance
     (`distance="squared_l2"`, i.e. φ_nk ∝ exp(−‖w_k ⊙ (x_n − v_k)‖²)).
@@ -54,7 +66,12 @@ class BoFQuantizer(keras.layers.Layer):
         distance: `"l2"` (default) or `"squared_l2"`.
         output_mode: `"memberships"` (default): φ for every vector, the
             input's shape with the last axis K; `"histogram"`: their mean
-            over the vectors, (batch, K).
+            over the vectors, (batch, K); `"segment_histograms"`: their
+            means over S segments of the steps, (batch, S, K) (sequences
+            only).
+        num_segments: S, a positive int, with `"segment_histograms"` only
+            (required there, refused otherwise); at most the number of
+            steps, where that is known when the layer is built.
         initial_scale: Positive float, the initial value of every scale
             (the authors' 1/g for a softness g). Default 1.0.
         epsilon: Non-negative float under the square root. Default 1e-12.
@@ -74,7 +91,8 @@ class BoFQuantizer(keras.layers.Layer):
 
     Returns:
         memberships (input shape with last axis K), or the histogram
-        (batch, K). Memberships carry the input's mask on.
+        (batch, K), or the segment histograms (batch, S, K). Memberships
+        carry the input's mask on; histograms consume it.
 
     Example:
 
@@ -94,6 +112,7 @@ class BoFQuantizer(keras.layers.Layer):
         scale="per_dimension",
         distance="l2",
         output_mode="memberships",
+        num_segments=None,
         initial_scale=1.0,
         epsilon=1e-12,
         codebook_initializer="random_normal",
@@ -108,6 +127,15 @@ class BoFQuantizer(keras.layers.Layer):
         self.scale = validation.check_choice("scale", scale, SCALES)
         self.distance = validation.check_choice("distance", distance, DISTANCES)
         self.output_mode = validation.check_choice("output_mode", output_mode, OUTPUT_MODES)
+        if (num_segments is None) != (self.output_mode != "segment_histograms"):
+            raise ValueError(
+                "Argument `num_segments` must be a positive integer with output_mode='segment_histograms' "
+                f"and None otherwise; received num_segments={num_segments!r} with "
+                f"output_mode={self.output_mode!r}."
+            )
+        self.num_segments = num_segments
+        if num_segments is not None:
+            self.num_segments = validation.check_positive_int("num_segments", num_segments)
         self.initial_scale = validation.check_positive_float("initial_scale", initial_scale)
         self.epsilon = validation.check_non_negative_float("epsilon", epsilon)
         self.codebook_initializer = keras.initializers.get(codebook_initializer)
@@ -124,8 +152,23 @@ class BoFQuantizer(keras.layers.Layer):
                 "feature maps (batch, height, width, features) with a known "
                 f"number of features; received input of shape {tuple(input_shape)}."
             )
+        if self.output_mode == "segment_histograms":
+            steps = input_shape[1]
+            if len(input_shape) != 3:
+                raise ValueError(
+                    "BoFQuantizer with output_mode='segment_histograms' expects sequences (batch, steps, "
+                    f"features); received input of shape {tuple(input_shape)}."
+                )
+            if steps is not None and steps < self.num_segments:
+                raise ValueError(
+                    f"Argument `num_segments` must be at most the number of steps, {steps}, of the input "
+                    f"of shape {tuple(input_shape)}; received num_segments={self.num_segments}."
+                )
         features = input_shape[-1]
-        self.input_spec = keras.layers.InputSpec(min_ndim=3, max_ndim=4, axes={-1: features})
+        if self.output_mode == "segment_histograms":
+            self.input_spec = keras.layers.InputSpec(ndim=3, axes={-1: features})
+        else:
+            self.input_spec = keras.layers.InputSpec(min_ndim=3, max_ndim=4, axes={-1: features})
         self.codebook = self.add_weight(
             name="codebook",
             shape=(self.num_codewords, features),
@@ -155,9 +198,7 @@ class BoFQuantizer(keras.layers.Layer):
     def input_dtype(self):
         # Distances need the inputs' own precision: a float16 copy of a
         # price has lost the digits that tell two codewords apart.
-        if self.compute_dtype in ("float16", "bfloat16"):
-            return "float32"
-        return self.compute_dtype
+        return at_least_float32(self.compute_dtype)
 
     def call(self, inputs, mask=None):
         # Masked vectors are quantized as zeros: whatever they hold never
@@ -167,6 +208,8 @@ class BoFQuantizer(keras.layers.Layer):
         memberships = ops.softmax(logits, axis=-1)
         if self.output_mode == "memberships":
             return ops.cast(memberships, self.compute_dtype)
+        if self.output_mode == "segment_histograms":
+            return ops.cast(masked_segment_mean(memberships, mask, self.num_segments), self.compute_dtype)
         if len(memberships.shape) == 4:
             batch = ops.shape(memberships)[0]
             memberships = ops.reshape(memberships, (batch, -1, self.num_codewords))
@@ -181,6 +224,8 @@ class BoFQuantizer(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         if self.output_mode == "histogram":
             return (input_shape[0], self.num_codewords)
+        if self.output_mode == "segment_histograms":
+            return (input_shape[0], self.num_segments, self.num_codewords)
         return tuple(input_shape[:-1]) + (self.num_codewords,)
 
     def adapt(self, data, sample_size=100_000, seed=None, mask_value=None, n_init=4):
@@ -195,6 +240,7 @@ class BoFQuantizer(keras.layers.Layer):
             "scale": self.scale,
             "distance": self.distance,
             "output_mode": self.output_mode,
+            "num_segments": self.num_segments,
             "initial_scale": self.initial_scale,
             "epsilon": self.epsilon,
             "codebook_initializer": keras.initializers.serialize(self.codebook_initializer),

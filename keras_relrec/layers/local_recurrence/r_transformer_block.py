@@ -13,6 +13,7 @@ from keras_relrec.ops import zero_masked
 from keras_relrec.ops.relative_attention import relative_attention_mask
 from keras_relrec.utils import initializers
 from keras_relrec.utils import validation
+from keras_relrec.utils.dtypes import at_least_float32
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
@@ -244,7 +245,7 @@ class UnbiasedLayerNorm(keras.layers.Layer):
 
     def call(self, x):
         # In float32 at least: float16's variance over d loses too much.
-        dtype = "float32" if self.compute_dtype in ("float16", "bfloat16") else self.compute_dtype
+        dtype = at_least_float32(self.compute_dtype)
         x32 = ops.cast(x, dtype)
         centred = x32 - ops.mean(x32, axis=-1, keepdims=True)
         variance = ops.sum(ops.square(centred), axis=-1, keepdims=True) / (x.shape[-1] - 1)

@@ -14,6 +14,7 @@ import tensorflow as tf
 from keras_relrec.layers import BoFQuantizer
 from keras_relrec.layers import LocalFeatures
 from keras_relrec.layers import RecurrentBoFCell
+from keras_relrec.layers import SegmentMean
 from keras_relrec.layers import TwoDAttention
 
 ATOL = 1e-5
@@ -461,3 +462,74 @@ def test_histogram_of_no_vector_is_zero():
     np.testing.assert_array_equal(layer(np.zeros((2, 0, 2), "float32")), np.zeros((2, 3)))
     x = np.full((2, 4, 2), np.nan, "float32")
     np.testing.assert_array_equal(layer(x, mask=np.zeros((2, 4), bool)), np.zeros((2, 3)))
+
+
+def segment_histograms(phi, mask, num_segments):
+    """y_s = mean of φ_t over the valid steps t with ⌊t · S / T⌋ = s, by
+    explicit loops; zeros for a segment with no valid step."""
+    batch, steps, k = phi.shape
+    out = np.zeros((batch, num_segments, k))
+    for b in range(batch):
+        for s in range(num_segments):
+            members = [t for t in range(steps) if (t * num_segments) // steps == s and mask[b, t]]
+            if members:
+                out[b, s] = phi[b, members].mean(0)
+    return out
+
+
+@pytest.mark.parametrize("steps, num_segments", [(7, 3), (12, 4), (5, 5), (9, 1)])
+def test_segment_histograms(steps, num_segments):
+    rng = np.random.default_rng(15)
+    layer, codebook, scales = random_quantizer(rng, 4, 3, output_mode="segment_histograms",
+                                               num_segments=num_segments)
+    x = rng.normal(size=(3, steps, 3))
+    mask = np.ones((3, steps), bool)
+    mask[0, -3:] = False  # padding: sample 0's last segment is empty where it has 3 steps or fewer
+    mask[1, ::2] = False
+    phi = memberships(x, codebook, scales, "l2")
+    got = np.asarray(layer(x.astype("float32"), mask=mask))
+    np.testing.assert_allclose(got, segment_histograms(phi, mask, num_segments), atol=ATOL)
+    np.testing.assert_allclose(layer(x.astype("float32")),
+                               segment_histograms(phi, np.ones_like(mask), num_segments), atol=ATOL)
+    assert layer.compute_mask(x, mask) is None
+
+
+def test_segment_histograms_refuse_what_they_cannot_segment():
+    with pytest.raises(ValueError, match="num_segments"):
+        BoFQuantizer(3, output_mode="segment_histograms")
+    with pytest.raises(ValueError, match="num_segments"):
+        BoFQuantizer(3, num_segments=4)
+    with pytest.raises(ValueError, match=r"num_segments.*at most the number of steps, 5"):
+        BoFQuantizer(3, output_mode="segment_histograms", num_segments=6)(keras.Input((5, 2)))
+    with pytest.raises(ValueError, match=r"expects sequences \(batch, steps, features\); received"):
+        BoFQuantizer(3, output_mode="segment_histograms", num_segments=2)(keras.Input((4, 4, 2)))
+    # Of unknown length: shorter sequences leave empty segments, as zeros.
+    layer = BoFQuantizer(3, output_mode="segment_histograms", num_segments=4)
+    layer.build((None, None, 2))
+    out = np.asarray(layer(np.ones((1, 2, 2), "float32")))
+    assert out.shape == (1, 4, 3) and np.all(out[0, 1] == 0) and np.all(out[0, 3] == 0)
+    np.testing.assert_allclose(out[0, [0, 2]].sum(-1), 1.0, atol=ATOL)
+
+
+@pytest.mark.parametrize("steps, num_segments", [(10, 3), (16, 16), (12, 4)])
+def test_segment_mean(steps, num_segments):
+    """The means of the features over the segments of the histograms, valid
+    steps only; in float32 under mixed precision."""
+    rng = np.random.default_rng(16)
+    x = rng.normal(size=(3, steps, 2)) * 10 + 5
+    mask = np.ones((3, steps), bool)
+    mask[0, -4:] = False
+    mask[2, 1::3] = False
+    x[~mask] = np.nan
+    layer = SegmentMean(num_segments)
+    np.testing.assert_allclose(layer(x.astype("float32"), mask=mask), segment_histograms(x, mask, num_segments),
+                               atol=ATOL)
+    # Under mixed precision, summed in float32: 5 steps near 2e4 would
+    # overflow float16 (65504), their mean does not.
+    large = x + 2e4
+    half = SegmentMean(2, dtype="mixed_float16")
+    out = half(large[:, :10].astype("float32"), mask=mask[:, :10])
+    assert keras.backend.standardize_dtype(out.dtype) == "float16"
+    np.testing.assert_allclose(out, segment_histograms(large[:, :10], mask[:, :10], 2), rtol=1e-3)
+    with pytest.raises(ValueError, match=r"num_segments.*at most the number of steps, 2"):
+        SegmentMean(3)(keras.Input((2, 4)))
