@@ -113,11 +113,13 @@ def tabl_network(
         seed: Seed of k-means (with `codebook_data`).
         name: Model name; default e.g. `"C_TABL"`.
 
-    Input: (T, D) windows of D features per step, T fixed. The bilinear
-    layers map every one of the T steps: series of different lengths
-    enter padded, and with `mask_value` the padding enters as zeros (with
-    a quantizer, it is in no histogram, and the segments after a short
-    series' end are zeros). With one feature per step (a raw univariate
+    Input: (T, D) windows of D features per step, T fixed (with
+    `num_codewords` T may be None: the bilinear layers then map the S
+    segments, whatever the length). The bilinear layers map every one of
+    the T steps: series of different lengths enter padded, and with
+    `mask_value` the padding enters as zeros (with a quantizer, it is in
+    no histogram and no mean, and the segments after a short series' end
+    are zeros). With one feature per step (a raw univariate
     series) the first W1 is D' × 1: every hidden feature is a scaled copy
     of the series, and the shape of the series is left to W2's weights per
     step alone. Give raw series local histograms, `front_end="kernels",
@@ -128,7 +130,9 @@ def tabl_network(
 
     Returns:
         An uncompiled `keras.Model`; hidden layers are named `bl_1`, `bl_2`
-        and the last layer `tabl` or `bl_out`. Compile it with
+        and the last layer `tabl` or `bl_out` (with `num_codewords`, the
+        quantizers `quantizer` or `quantizer_1`, `quantizer_2`, …, the
+        means `segment_means`, and their concatenation `segments`). Compile it with
         `compile_as_in_paper` and train with `class_weights(y)` for the
         paper's setup.
     """
