@@ -181,8 +181,8 @@ def tabl_network(
                         split_dilations=num_codewords is not None, compression=front_end_compression)
     if num_codewords is not None:
         parts = h if isinstance(h, list) else [h]
-        steps = parts[0].shape[1]
-        segments = num_segments if not auto_segments else min(NUM_SEGMENTS, steps or NUM_SEGMENTS)
+        # An unknown length takes NUM_SEGMENTS.
+        segments = num_segments if not auto_segments else min(NUM_SEGMENTS, parts[0].shape[1] or NUM_SEGMENTS)
         histograms = [
             BoFQuantizer(num_codewords, output_mode="segment_histograms", num_segments=segments,
                          name="quantizer" if len(parts) == 1 else f"quantizer_{k}")(part)

@@ -77,7 +77,7 @@ def masked_segment_mean(x, mask=None, num_segments=1):
         valid = ops.ones(ops.shape(x)[:2], x.dtype)
     else:
         valid = ops.cast(mask, x.dtype)
-        x = ops.where(_broadcast_mask(mask, x), x, ops.zeros_like(x))
+        x = zero_masked(x, mask)
     total = ops.matmul(ops.transpose(members), x)
     count = ops.expand_dims(ops.matmul(valid, members), -1)
     return total / ops.maximum(count, ops.cast(1.0, x.dtype))

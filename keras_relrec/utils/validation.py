@@ -132,6 +132,17 @@ def sequence_input_spec(layer, input_shape):
     return keras.layers.InputSpec(ndim=3, axes={-1: input_shape[-1]})
 
 
+def check_num_segments(num_segments, input_shape):
+    """`num_segments` segments of the steps of `input_shape` (batch, steps,
+    …) leave none empty: at most the number of steps, where it is known."""
+    steps = input_shape[1]
+    if steps is not None and steps < num_segments:
+        raise ValueError(
+            f"Argument `num_segments` must be at most the number of steps, {steps}, of the input of shape "
+            f"{tuple(input_shape)}; received num_segments={num_segments}."
+        )
+
+
 def pair_input_specs(layer, input_shape, fixed_lengths=False):
     """The `InputSpec`s of a layer that takes two sequences [A, B], each
     (batch, steps, features) with a known number of features (and, with

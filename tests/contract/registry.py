@@ -176,7 +176,7 @@ ENTRIES = [
         {"num_segments": 4},
         (6, 3),
         bad_kwargs=[({"num_segments": 0}, "num_segments"), ({"num_segments": 2.0}, "num_segments")],
-        bad_rank_match=r"expects sequences \(batch, steps, features\)",
+        bad_rank_match=r"expects inputs \(batch, steps, features\)",
         takes_mask=True,
         consumes_mask=True,
     ),

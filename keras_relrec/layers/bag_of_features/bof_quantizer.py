@@ -133,9 +133,8 @@ class BoFQuantizer(keras.layers.Layer):
                 f"and None otherwise; received num_segments={num_segments!r} with "
                 f"output_mode={self.output_mode!r}."
             )
-        self.num_segments = num_segments
-        if num_segments is not None:
-            self.num_segments = validation.check_positive_int("num_segments", num_segments)
+        self.num_segments = None if num_segments is None else validation.check_positive_int(
+            "num_segments", num_segments)
         self.initial_scale = validation.check_positive_float("initial_scale", initial_scale)
         self.epsilon = validation.check_non_negative_float("epsilon", epsilon)
         self.codebook_initializer = keras.initializers.get(codebook_initializer)
@@ -152,20 +151,14 @@ class BoFQuantizer(keras.layers.Layer):
                 "feature maps (batch, height, width, features) with a known "
                 f"number of features; received input of shape {tuple(input_shape)}."
             )
+        features = input_shape[-1]
         if self.output_mode == "segment_histograms":
-            steps = input_shape[1]
             if len(input_shape) != 3:
                 raise ValueError(
                     "BoFQuantizer with output_mode='segment_histograms' expects sequences (batch, steps, "
                     f"features); received input of shape {tuple(input_shape)}."
                 )
-            if steps is not None and steps < self.num_segments:
-                raise ValueError(
-                    f"Argument `num_segments` must be at most the number of steps, {steps}, of the input "
-                    f"of shape {tuple(input_shape)}; received num_segments={self.num_segments}."
-                )
-        features = input_shape[-1]
-        if self.output_mode == "segment_histograms":
+            validation.check_num_segments(self.num_segments, input_shape)
             self.input_spec = keras.layers.InputSpec(ndim=3, axes={-1: features})
         else:
             self.input_spec = keras.layers.InputSpec(min_ndim=3, max_ndim=4, axes={-1: features})

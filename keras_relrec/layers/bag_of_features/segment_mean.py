@@ -64,18 +64,8 @@ class SegmentMean(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        if len(input_shape) != 3:
-            raise ValueError(
-                "SegmentMean expects sequences (batch, steps, features); received input of shape "
-                f"{tuple(input_shape)}."
-            )
-        steps = input_shape[1]
-        if steps is not None and steps < self.num_segments:
-            raise ValueError(
-                f"Argument `num_segments` must be at most the number of steps, {steps}, of the input of "
-                f"shape {tuple(input_shape)}; received num_segments={self.num_segments}."
-            )
-        self.input_spec = keras.layers.InputSpec(ndim=3, axes={-1: input_shape[-1]})
+        self.input_spec = validation.sequence_input_spec(self, input_shape)
+        validation.check_num_segments(self.num_segments, input_shape)
 
     @property
     def input_dtype(self):
