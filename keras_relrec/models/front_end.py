@@ -42,6 +42,28 @@ def front_end_strides(steps, max_steps):
     return max(1, math.ceil(steps / max_steps))
 
 
+def resolve_front_end(front_end, features):
+    """The front-end `"auto"` stands for with `features` values per step:
+    `"kernels"` for one (a univariate series, whose single value per step
+    says nothing of its shape), None (the raw steps) for several, where
+    each step already is a vector for the layer after it. Any other
+    `front_end` is returned as it is.
+
+    Measured for the recurrent NBoF on the multivariate sets of
+    `benchmarks/bench_ucr.py` (3 seeds): on the raw steps 98.6% on
+    average against 94.9% with the kernels, and fits of 30–40 s against
+    150–575 s.
+    """
+    if not (isinstance(front_end, str) and front_end == "auto"):
+        return front_end
+    if features is None:
+        raise ValueError(
+            "Argument `front_end='auto'` chooses by the number of features per step, which must be known; "
+            "received an input whose last dimension is None."
+        )
+    return "kernels" if features == 1 else None
+
+
 def valid_steps(x, mask_value=None):
     """Boolean (..., steps): the steps of `x` (..., steps, features) that are
     not padding, i.e. not all `mask_value`, as `Masking(mask_value)` sees
@@ -126,8 +148,10 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
 
     Args:
         sequence: A (batch, steps, features) Keras tensor, with its mask.
-        front_end: `"conv"` (default), `"window"`, `"kernels"` or None
-            (the builders' defaults are their own).
+        front_end: `"conv"` (default), `"window"`, `"kernels"`, None, or
+            `"auto"`: `"kernels"` for one feature per step, None for
+            several (`resolve_front_end`). The builders' defaults are their
+            own.
         filters: Width of the convolutions.
         window_size: w of the first `LocalFeatures`.
         max_steps: At most this many steps come out; `"auto"` (default)
@@ -156,8 +180,8 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
                 f"max_steps={max_steps!r}."
             ) from None
     validation.check_bool("split_dilations", split_dilations)
-    if front_end is not None:
-        validation.check_choice("front_end", front_end, FRONT_ENDS)
+    validation.check_choice("front_end", front_end, FRONT_ENDS + ("auto", None))
+    front_end = resolve_front_end(front_end, sequence.shape[-1])
     if compression is not None:
         try:
             if front_end != "kernels":

@@ -10,6 +10,7 @@ import numpy as np
 from keras_relrec.models.front_end import MAX_STEPS
 from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
 from keras_relrec.models.front_end import front_end_strides
+from keras_relrec.models.front_end import resolve_front_end
 from keras_relrec.models.front_end import valid_steps
 from keras_relrec.models.nbof_classifiers import nbof_classifier
 from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier
@@ -99,7 +100,7 @@ def _named_front_end(builder, kwargs):
 def _front_end(x, mask_value, kwargs, builder, caps=MAX_STEPS):
     """The front-end's arguments, `max_steps` ("auto" or left out) from the
     median length and the builder's cap for its front-end (`caps`)."""
-    front_end = _named_front_end(builder, kwargs)
+    front_end = resolve_front_end(_named_front_end(builder, kwargs), x.shape[-1])
     # Anything else is the builder's to refuse.
     if isinstance(front_end, str) and front_end in caps and kwargs.get("max_steps", "auto") == "auto":
         return {**kwargs, "max_steps": front_end_max_steps(x, mask_value, caps[front_end])}
@@ -145,11 +146,14 @@ FRONT_END_RECIPES = {
 }
 
 
-def recipe_for(builder, **kwargs):
+def recipe_for(builder, features=None, **kwargs):
     """The `Recipe` `train_classifier` trains `builder` by when it is
     called with the builder arguments `kwargs`: by the `front_end` they
-    name, or the builder's default."""
+    name, or the builder's default; `features`, the values per step of
+    the data, tells which front-end `"auto"` is (`resolve_front_end`)."""
     front_end = _named_front_end(builder, kwargs)
+    if features is not None:
+        front_end = resolve_front_end(front_end, features)
     default = RECIPES[builder][1] if builder in RECIPES else Recipe()
     hashable = front_end is None or isinstance(front_end, str)
     return FRONT_END_RECIPES.get((builder, front_end), default) if hashable else default
@@ -230,7 +234,7 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
     num_classes = int(y.max()) + 1 if num_classes is None else validation.check_positive_int(
         "num_classes", num_classes)
     make = RECIPES[builder][0] if builder in RECIPES else builder
-    recipe = recipe or recipe_for(builder, **kwargs)
+    recipe = recipe or recipe_for(builder, x.shape[-1], **kwargs)
     keras.utils.set_random_seed(seed)
     # Classes with no example (a gap in the labels) are not counted.
     smallest = np.unique(y, return_counts=True)[1].min(initial=len(y))

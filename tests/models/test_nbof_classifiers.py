@@ -101,7 +101,7 @@ def test_compressed_kernel_responses(tmp_path):
                                KMeans(5, n_init=4, random_state=0).fit(seen).cluster_centers_, atol=1e-4)
     model.save(tmp_path / "nbof.keras")
     np.testing.assert_allclose(keras.saving.load_model(tmp_path / "nbof.keras")(x), model(x), atol=1e-6)
-    one = recurrent_nbof_classifier((40, 2), 3, 5, front_end_compression=np.float32(2.0))
+    one = recurrent_nbof_classifier((40, 2), 3, 5, front_end="kernels", front_end_compression=np.float32(2.0))
     assert one.get_layer("front_end_scale").scale == 2.0
     # NBoF's default: c = 10 with the kernels and no attention; none with
     # attention, another front-end, or in the other builders.
@@ -154,6 +154,7 @@ def test_minirocket_kernels_front_end():
     # Dilations 1 and 2, each with its codebook.
     lambda: nbof_classifier((None, 3), 4, 5, front_end="kernels", window_size=17),
     lambda: recurrent_nbof_classifier((None, 3), 4, 5),
+    lambda: recurrent_nbof_classifier((None, 3), 4, 5, front_end="kernels"),
 ])
 def test_padding_changes_nothing(build):
     """A sequence gives the same logits however much padding follows it."""
@@ -163,6 +164,27 @@ def test_padding_changes_nothing(build):
     longer = np.concatenate([x, np.zeros((1, 7, 3), "float32")], axis=1)
     np.testing.assert_allclose(model(x), model(longer), atol=1e-5)
     assert not np.allclose(model(x), model(x[:, :2]))
+
+
+def test_recurrent_nbof_front_end_by_the_input_width():
+    """`front_end="auto"` (the recurrent NBoF's default): MiniRocket's
+    kernels before the recurrent quantizer for one feature per step; for
+    several, the normalized steps themselves are its input."""
+    univariate = recurrent_nbof_classifier((40, 1), 3, 5)
+    assert univariate.get_layer("front_end").mode == "kernels"
+    assert keras.tree.flatten(univariate.get_layer("recurrent_quantizer").input)[0] is \
+        univariate.get_layer("front_end_norm").output
+    multivariate = recurrent_nbof_classifier((40, 3), 3, 5, normalization=(np.zeros(3), np.ones(3)))
+    assert not any(name.startswith("front_end") for name in (layer.name for layer in multivariate.layers))
+    assert keras.tree.flatten(multivariate.get_layer("recurrent_quantizer").input)[0] is \
+        multivariate.get_layer("normalization").output
+    # NBoF and C(TABL) take "auto" too; their defaults are their own.
+    assert nbof_classifier((40, 1), 3, 5, front_end="auto").get_layer("front_end_scale_d1").scale == 10.0
+    assert "front_end" not in {layer.name for layer in nbof_classifier((40, 3), 3, 5, front_end="auto").layers}
+    with pytest.raises(ValueError, match=r"front_end.*\('conv', 'window', 'kernels', 'auto', None\).*'rocket'"):
+        recurrent_nbof_classifier((40, 3), 3, 5, front_end="rocket")
+    with pytest.raises(ValueError, match="front_end='auto'.*last dimension is None"):
+        local_front_end(keras.Input((40, None)), "auto")
 
 
 def test_bad_arguments():

@@ -197,7 +197,7 @@ def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch
     # Stride ⌈1460 / 512⌉ = 3.
     assert local_front_end(keras.Input((1460, 1)), "kernels").shape[1] == 487
     assert default_front_end(nbof_classifier) == "kernels"
-    assert default_front_end(recurrent_nbof_classifier) == "kernels" and default_front_end(tabl_network) is None
+    assert default_front_end(recurrent_nbof_classifier) == "auto" and default_front_end(tabl_network) is None
     assert default_front_end(lstm_behind_the_front_end) is None
     kernels = RECIPES[nbof_classifier][1]
     assert (kernels.learning_rate, kernels.gradient_steps) == (1e-2, 1500)
@@ -209,6 +209,12 @@ def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch
                                (tabl_network, None), (nbof_classifier, ["conv"])]:
         assert recipe_for(builder, front_end=front_end) is RECIPES[builder][1]
     assert recipe_for(lstm_behind_the_front_end) == Recipe()
+    # "auto" is the kernels' for one feature per step, the raw steps' for
+    # several; the values per step tell which.
+    assert recipe_for(nbof_classifier, 1, front_end="auto") is kernels
+    assert recipe_for(nbof_classifier, 3, front_end="auto") is FRONT_END_RECIPES[nbof_classifier, None]
+    assert recipe_for(recurrent_nbof_classifier, 3) is recipe_for(recurrent_nbof_classifier, 1) is \
+        RECIPES[recurrent_nbof_classifier][1]
     # train_classifier goes by them: short stand-ins plan the epochs that run
     # (nine examples a class: nothing held out, every epoch runs).
     x, _ = ramps(18)
@@ -226,8 +232,9 @@ def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch
 
 def test_the_recurrent_nbof_keeps_fewer_steps_of_the_kernels():
     """Every step the front-end leaves is a step of the recurrence: with
-    the kernels (its default) `max_steps="auto"` keeps at most 128, also
-    when `train_classifier` strides by the median length."""
+    the kernels (its default for one feature per step) `max_steps="auto"`
+    keeps at most 128, also when `train_classifier` strides by the median
+    length."""
     model = recurrent_nbof_classifier((1460, 1), 3, 4)
     # Stride ⌈1460 / 128⌉ = 12.
     assert model.get_layer("front_end").mode == "kernels" and model.get_layer("front_end").output.shape[1] == 122
@@ -237,6 +244,9 @@ def test_the_recurrent_nbof_keeps_fewer_steps_of_the_kernels():
         x[k, n:] = -1.0
     # The median series, 300 steps, at stride 3: 134 steps of the padded 400.
     assert _front_end(x, -1.0, {}, recurrent_nbof_classifier, RECURRENT_MAX_STEPS) == {"max_steps": 134}
+    # Its default with several features per step is the raw steps: every step is kept.
+    wide = np.repeat(x, 2, axis=-1)
+    assert _front_end(wide, -1.0, {}, recurrent_nbof_classifier, RECURRENT_MAX_STEPS) == {}
     assert _front_end(x, -1.0, {}, nbof_classifier) == {"max_steps": 400}
 
 
