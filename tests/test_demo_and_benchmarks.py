@@ -162,6 +162,44 @@ def test_edge_targets_benchmark_quick(tmp_path, monkeypatch):
         assert row in text, text
 
 
+def test_ucr_goal_lines_judge_each_kind_of_set(monkeypatch):
+    """bench_ucr's goal lines: a model that runs on both kinds of set
+    against DTW overall and on each kind; an option on one kind only, on
+    that kind; and nothing judged where a fit of a model that runs
+    everywhere is missing."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        bench = runpy.run_path(str(ROOT / "benchmarks" / "bench_ucr.py"), run_name="bench_ucr")
+    finally:
+        sys.modules.pop("results_file", None)
+    builders = list(bench["BUILDERS"])
+    models = ["minirocket", "dtw", *builders, "recurrent_nbof_kernels"]
+    averages = {}
+    for kind, dtw in (("univariate", 90.0), ("multivariate", 96.0), ("all", 93.0)):
+        averages[kind, "dtw"], averages[kind, "minirocket"] = dtw, dtw + 5
+        for k, model in enumerate(builders):  # the first 1 point below DTW, the others above
+            averages[kind, model] = dtw + k - 1
+    averages["multivariate", "recurrent_nbof_kernels"] = 95.0
+    info = {"GunPoint": {"majority": 50.0}, "BasicMotions": {"majority": 25.0}}
+    results = [{"set": "BasicMotions", "model": "recurrent_nbof_kernels", "seed": 0, "accuracy": 0.25}]
+    lines = bench["goal_lines"](results, ["GunPoint", "BasicMotions"], models, averages, info)
+    assert lines[2:] == [
+        "- NBoF: 92.0, not above 1-NN DTW (-1.0; by kind of set: univariate -1.0, multivariate -1.0); at the "
+        "majority-class rate on no set (any seed).",
+        "- attention NBoF: 93.0, not above 1-NN DTW (+0.0; by kind of set: univariate +0.0, multivariate +0.0); at "
+        "the majority-class rate on no set (any seed).",
+        "- recurrent NBoF: 94.0, above 1-NN DTW (+1.0; by kind of set: univariate +1.0, multivariate +1.0); at the "
+        "majority-class rate on no set (any seed).",
+        "- C(TABL): 95.0, above 1-NN DTW (+2.0; by kind of set: univariate +2.0, multivariate +2.0); at the "
+        "majority-class rate on no set (any seed).",
+        "- recurrent NBoF, kernels (an option, not a default): 95.0 on the multivariate sets only (-1.0 against "
+        "1-NN DTW); at the majority-class rate on BasicMotions (any seed).",
+        "- Best of ours, C(TABL): 3.0 points below MiniRocket (within 3 points).",
+    ], lines
+    del averages["all", "tabl"]
+    assert bench["goal_lines"](results, ["GunPoint", "BasicMotions"], models, averages, info) == []
+
+
 @pytest.mark.slow
 def test_ucr_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_ucr.py", tmp_path, monkeypatch)

@@ -51,8 +51,8 @@ def resolve_front_end(front_end, features):
 
     Measured for the recurrent NBoF on the multivariate sets of
     `benchmarks/bench_ucr.py` (3 seeds): on the raw steps 98.6% on
-    average against 94.9% with the kernels, and fits of 30–40 s against
-    150–575 s.
+    average against 94.9% with the kernels, in median fits of 46–50 s
+    against 161–530 s.
     """
     if not (isinstance(front_end, str) and front_end == "auto"):
         return front_end
@@ -62,6 +62,13 @@ def resolve_front_end(front_end, features):
             "received an input whose last dimension is None."
         )
     return "kernels" if features == 1 else None
+
+
+def front_end_label(front_end, features):
+    """`front_end` as an error message names it: what the caller gave,
+    and for `"auto"` what it stands for."""
+    resolved = resolve_front_end(front_end, features)
+    return repr(front_end) if resolved == front_end else f"'auto' ({resolved!r} for {features} features per step)"
 
 
 def valid_steps(x, mask_value=None):
@@ -129,7 +136,8 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     max(w, steps); w alone for sequences of unknown length). It learns
     nothing before the quantizer, so it suits small training sets; its
     width is 84·D per dilation, and a quantizer over it costs several
-    times the `"conv"` front-end's. It is the NBoF builders' default;
+    times the `"conv"` front-end's. It is NBoF's default, and the
+    recurrent NBoF's for one feature per step;
     `benchmarks/RESULTS.md` compares it with `"conv"` on the sets of
     `bench_ucr.py`.
 
@@ -155,7 +163,9 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
         filters: Width of the convolutions.
         window_size: w of the first `LocalFeatures`.
         max_steps: At most this many steps come out; `"auto"` (default)
-            the front-end's `MAX_STEPS`; None keeps them all.
+            the front-end's `MAX_STEPS`; None keeps them all. A number is
+            refused without a front-end (None, or "auto" for several
+            features per step).
         name: Prefix of the layers' names.
         split_dilations: With `"kernels"`, one output per dilation (the
             other front-ends, and the kernels at one dilation, have one
@@ -181,6 +191,7 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
             ) from None
     validation.check_bool("split_dilations", split_dilations)
     validation.check_choice("front_end", front_end, FRONT_ENDS + ("auto", None))
+    label = front_end_label(front_end, sequence.shape[-1])
     front_end = resolve_front_end(front_end, sequence.shape[-1])
     if compression is not None:
         try:
@@ -192,9 +203,15 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
             raise ValueError(
                 f"Argument `compression` (`front_end_compression` of a builder) must be None, or a positive "
                 f"finite number with front_end='kernels' (it compresses the kernels' responses); received "
-                f"compression={compression!r} with front_end={front_end!r}."
+                f"compression={compression!r} with front_end={label}."
             ) from None
     if front_end is None:
+        # The raw steps are kept: a length asked for would go unheeded.
+        if not auto and max_steps is not None:
+            raise ValueError(
+                f"Argument `max_steps` needs a front-end to shorten the sequence; received "
+                f"max_steps={max_steps!r} with front_end={label}."
+            )
         return sequence
     validation.check_positive_int("window_size", window_size)
     if auto:

@@ -10,6 +10,7 @@ from keras_relrec.layers import TwoDAttention
 from keras_relrec.models.front_end import COMPRESSION
 from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
 from keras_relrec.models.front_end import WINDOW_SIZE
+from keras_relrec.models.front_end import front_end_label
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import resolve_front_end
 from keras_relrec.models.front_end import sequence_inputs
@@ -88,7 +89,7 @@ def nbof_classifier(
             `Normalization` layer after the masking (statistics of the
             valid training steps).
         front_end: `"kernels"` (default, MiniRocket's fixed dilated
-            kernels), `"conv"` (learned), `"window"` (raw sub-sequences)
+            kernels), `"conv"` (learned), `"window"` (raw sub-sequences),
             None (the raw steps), or `"auto"`: the kernels for one
             feature per step, the raw steps for several; see
             `local_front_end`. The kernels'
@@ -143,16 +144,18 @@ def nbof_classifier(
         )
     _check_head(num_classes, hidden_units, dropout)
     inputs, h = sequence_inputs(input_shape, mask_value, normalization)
-    front_end = resolve_front_end(front_end, h.shape[-1])
+    # "auto" by the input's width, as local_front_end resolves it.
+    kind = resolve_front_end(front_end, h.shape[-1])
     if isinstance(front_end_compression, str) and front_end_compression == "auto":
-        front_end_compression = COMPRESSION if front_end == "kernels" and not attention else None
+        front_end_compression = COMPRESSION if kind == "kernels" and not attention else None
     if codebook_per_dilation is None:
-        codebook_per_dilation = front_end == "kernels" and "codeword" not in attention
+        codebook_per_dilation = kind == "kernels" and "codeword" not in attention
     validation.check_bool("codebook_per_dilation", codebook_per_dilation)
-    if codebook_per_dilation and front_end != "kernels":
+    if codebook_per_dilation and kind != "kernels":
         raise ValueError(
-            f"Argument `codebook_per_dilation` must be False or None with front_end={front_end!r} (only the "
-            f"kernels have dilations); received codebook_per_dilation={codebook_per_dilation!r}."
+            f"Argument `codebook_per_dilation` must be False or None with "
+            f"front_end={front_end_label(front_end, h.shape[-1])} (only the kernels have dilations); received "
+            f"codebook_per_dilation={codebook_per_dilation!r}."
         )
     if "input" in attention:
         h = TwoDAttention(axis=2, name="input_attention")(h)
@@ -209,8 +212,8 @@ def recurrent_nbof_classifier(
     and a multivariate one its raw steps: a vector of several values
     already describes a step. On the multivariate sets of
     `benchmarks/bench_ucr.py` (3 seeds) the raw steps gave 98.6% against
-    the kernels' 94.9% (JapaneseVowels 97.3 against 90.7), in fits of
-    30–40 s instead of 150–575 s. On long series the kernels' stride also
+    the kernels' 94.9% (JapaneseVowels 97.3 against 90.7), in median fits
+    of 46–50 s against 161–530 s. On long series the kernels' stride also
     shortens the recurrence (at most `max_steps` steps), which is what
     keeps it trainable (`bench_ucr.py` measures it against the raw
     steps); a long multivariate series may want `front_end="kernels"` or
@@ -224,16 +227,18 @@ def recurrent_nbof_classifier(
     every step left is a step of the recurrence, and at 512 it trained
     several times slower than with `"conv"` (`RECURRENT_MAX_STEPS` says
     what 128 costs in accuracy), and `front_end_compression` defaults to
-    None (no compression; it was not measured here). The recurrent
+    None (no compression; it was not measured here; for several features
+    per step it needs `front_end="kernels"`, as "auto" gives the raw
+    steps). The recurrent
     quantizer's layer is named `recurrent_quantizer`.
     """
     _check_head(num_classes, hidden_units, dropout)
     inputs, h = sequence_inputs(input_shape, mask_value, normalization)
-    front_end = resolve_front_end(front_end, h.shape[-1])
-    # Anything else is the front-end's to refuse.
-    if isinstance(max_steps, str) and max_steps == "auto" and isinstance(front_end, str) \
-            and front_end in RECURRENT_MAX_STEPS:
-        max_steps = RECURRENT_MAX_STEPS[front_end]
+    # "auto" by the input's width, as local_front_end resolves it; anything
+    # else is the front-end's to refuse.
+    kind = resolve_front_end(front_end, h.shape[-1])
+    if isinstance(max_steps, str) and max_steps == "auto" and isinstance(kind, str) and kind in RECURRENT_MAX_STEPS:
+        max_steps = RECURRENT_MAX_STEPS[kind]
     h = local_front_end(h, front_end, front_end_filters, window_size, max_steps,
                         compression=front_end_compression)
     states = keras.layers.RNN(RecurrentBoFCell(num_codewords), return_sequences=True,

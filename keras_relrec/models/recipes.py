@@ -146,17 +146,30 @@ FRONT_END_RECIPES = {
 }
 
 
-def recipe_for(builder, features=None, **kwargs):
+def recipe_for(builder, **kwargs):
     """The `Recipe` `train_classifier` trains `builder` by when it is
     called with the builder arguments `kwargs`: by the `front_end` they
-    name, or the builder's default; `features`, the values per step of
-    the data, tells which front-end `"auto"` is (`resolve_front_end`)."""
-    front_end = _named_front_end(builder, kwargs)
-    if features is not None:
-        front_end = resolve_front_end(front_end, features)
+    name, or the builder's default. `"auto"` stands for the kernels or the
+    raw steps by the data's width (`resolve_front_end`), which
+    `train_classifier` knows and this function does not: where the two
+    train by different recipes, name the front-end."""
     default = RECIPES[builder][1] if builder in RECIPES else Recipe()
-    hashable = front_end is None or isinstance(front_end, str)
-    return FRONT_END_RECIPES.get((builder, front_end), default) if hashable else default
+
+    def recipe(front_end):
+        hashable = front_end is None or isinstance(front_end, str)
+        return FRONT_END_RECIPES.get((builder, front_end), default) if hashable else default
+
+    front_end = _named_front_end(builder, kwargs)
+    if not (isinstance(front_end, str) and front_end == "auto"):
+        return recipe(front_end)
+    univariate, multivariate = (recipe(resolve_front_end("auto", features)) for features in (1, 2))
+    if univariate is not multivariate:
+        raise ValueError(
+            f"Argument `front_end='auto'` is the kernels for one feature per step and the raw steps for several, "
+            f"which {builder.__name__} trains by different recipes; name the front-end (\"kernels\" or None), or "
+            "call train_classifier, which knows the data's width."
+        )
+    return univariate
 
 
 def normalization_statistics(x, mask_value=None):
@@ -234,7 +247,10 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
     num_classes = int(y.max()) + 1 if num_classes is None else validation.check_positive_int(
         "num_classes", num_classes)
     make = RECIPES[builder][0] if builder in RECIPES else builder
-    recipe = recipe or recipe_for(builder, x.shape[-1], **kwargs)
+    # "auto" by the data's width, for the recipe only: the builder resolves
+    # it itself.
+    front_end = resolve_front_end(_named_front_end(builder, kwargs), x.shape[-1])
+    recipe = recipe or recipe_for(builder, **{**kwargs, "front_end": front_end})
     keras.utils.set_random_seed(seed)
     # Classes with no example (a gap in the labels) are not counted.
     smallest = np.unique(y, return_counts=True)[1].min(initial=len(y))

@@ -9,6 +9,7 @@ from keras_relrec.export import run_sequence
 from keras_relrec.models import local_front_end
 from keras_relrec.models import nbof_classifier
 from keras_relrec.models import recurrent_nbof_classifier
+from keras_relrec.models import tabl_network
 
 
 def padded_batch(seed=0, batch=6, steps=9, features=3):
@@ -107,7 +108,8 @@ def test_compressed_kernel_responses(tmp_path):
     # attention, another front-end, or in the other builders.
     assert nbof_classifier((40, 2), 3, 5).get_layer("front_end_scale_d1").scale == 10.0
     for model in (nbof_classifier((40, 2), 3, 5, attention=("temporal",)),
-                  nbof_classifier((40, 2), 3, 5, front_end="conv"), recurrent_nbof_classifier((40, 2), 3, 5)):
+                  nbof_classifier((40, 2), 3, 5, front_end="conv"),
+                  recurrent_nbof_classifier((40, 2), 3, 5, front_end="kernels")):
         assert not any("asinh" in layer.name for layer in model.layers), model.name
     with pytest.raises(ValueError, match="`front_end_compression`.*front_end='conv'"):
         nbof_classifier((40, 2), 3, 5, front_end="conv", front_end_compression=10.0)
@@ -180,11 +182,24 @@ def test_recurrent_nbof_front_end_by_the_input_width():
         multivariate.get_layer("normalization").output
     # NBoF and C(TABL) take "auto" too; their defaults are their own.
     assert nbof_classifier((40, 1), 3, 5, front_end="auto").get_layer("front_end_scale_d1").scale == 10.0
-    assert "front_end" not in {layer.name for layer in nbof_classifier((40, 3), 3, 5, front_end="auto").layers}
+    for width, kernels in ((1, True), (3, False)):
+        for model in (nbof_classifier((40, width), 3, 5, front_end="auto"),
+                      tabl_network("C", input_shape=(40, width), front_end="auto", num_codewords=4)):
+            assert any(layer.name.startswith("front_end") for layer in model.layers) == kernels, model.name
     with pytest.raises(ValueError, match=r"front_end.*\('conv', 'window', 'kernels', 'auto', None\).*'rocket'"):
         recurrent_nbof_classifier((40, 3), 3, 5, front_end="rocket")
     with pytest.raises(ValueError, match="front_end='auto'.*last dimension is None"):
         local_front_end(keras.Input((40, None)), "auto")
+    # Errors name the front-end as given, and what "auto" stood for.
+    with pytest.raises(ValueError, match=r"compression=2.0 with front_end='auto' \(None for 3 features per step\)"):
+        recurrent_nbof_classifier((40, 3), 3, 5, front_end_compression=2.0)
+    with pytest.raises(ValueError, match=r"front_end='auto' \(None for 3 .*codebook_per_dilation=True"):
+        nbof_classifier((40, 3), 3, 5, front_end="auto", codebook_per_dilation=True)
+    # Without a front-end a length asked for would go unheeded.
+    with pytest.raises(ValueError, match=r"max_steps=64 with front_end='auto' \(None for 3 features per step\)"):
+        recurrent_nbof_classifier((1000, 3), 3, 5, max_steps=64)
+    with pytest.raises(ValueError, match="max_steps=64 with front_end=None"):
+        nbof_classifier((1000, 3), 3, 5, front_end=None, max_steps=64)
 
 
 def test_bad_arguments():

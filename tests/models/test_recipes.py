@@ -209,12 +209,12 @@ def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch
                                (tabl_network, None), (nbof_classifier, ["conv"])]:
         assert recipe_for(builder, front_end=front_end) is RECIPES[builder][1]
     assert recipe_for(lstm_behind_the_front_end) == Recipe()
-    # "auto" is the kernels' for one feature per step, the raw steps' for
-    # several; the values per step tell which.
-    assert recipe_for(nbof_classifier, 1, front_end="auto") is kernels
-    assert recipe_for(nbof_classifier, 3, front_end="auto") is FRONT_END_RECIPES[nbof_classifier, None]
-    assert recipe_for(recurrent_nbof_classifier, 3) is recipe_for(recurrent_nbof_classifier, 1) is \
-        RECIPES[recurrent_nbof_classifier][1]
+    # "auto" is the kernels for one feature per step and the raw steps for
+    # several: recipe_for does not know the width, which matters for NBoF
+    # (two recipes) and not for the recurrent NBoF (one).
+    with pytest.raises(ValueError, match="front_end='auto'.*nbof_classifier trains by different recipes"):
+        recipe_for(nbof_classifier, front_end="auto")
+    assert recipe_for(recurrent_nbof_classifier) is RECIPES[recurrent_nbof_classifier][1]
     # train_classifier goes by them: short stand-ins plan the epochs that run
     # (nine examples a class: nothing held out, every epoch runs).
     x, _ = ramps(18)
@@ -228,6 +228,13 @@ def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch
     model, history = train_classifier(nbof_classifier, x, y, seed=0, jit_compile=False, front_end=None)
     assert len(history.history["loss"]) == shorter.plan(18)[2] != short.plan(18)[2]
     assert not [layer.name for layer in model.layers if layer.name.startswith("front_end")]
+    # train_classifier knows the width: "auto" trains one feature per step
+    # by the kernels' recipe, two by the raw steps'.
+    for width, plan in ((1, short), (2, shorter)):
+        model, history = train_classifier(nbof_classifier, np.repeat(x, width, -1), y, seed=0, jit_compile=False,
+                                          front_end="auto")
+        assert len(history.history["loss"]) == plan.plan(18)[2], width
+        assert any(layer.name.startswith("front_end") for layer in model.layers) == (width == 1)
 
 
 def test_the_recurrent_nbof_keeps_fewer_steps_of_the_kernels():
