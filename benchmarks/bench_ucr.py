@@ -18,7 +18,7 @@ sets, for every seed:
   multivariate ones the raw steps);
 - C(TABL): `tabl_network("C", "TABL")` over local histograms: the
   "kernels" front-end (at most 512 steps), a quantizer of 16 codewords per
-  dilation, and for each of 16 segments of the time axis its histograms
+  dilation, and for each of 8 segments of the time axis its histograms
   and the mean of the normalized series;
 - options beside them: NBoF without the compression
   (`front_end_compression=None`, the earlier default), and with one
@@ -26,8 +26,9 @@ sets, for every seed:
   and NBoF, attention NBoF, recurrent NBoF and C(TABL) with the
   learned "conv" front-end instead (NBoF's trained by its recipe in
   `FRONT_END_RECIPES`; C(TABL)'s without a quantizer, the earlier
-  setting), and the recurrent NBoF with the kernels on the multivariate
-  sets (its default there before "auto").
+  setting), the recurrent NBoF with the kernels on the multivariate
+  sets (its default there before "auto"), and C(TABL) with 16 segments
+  (the default before 8).
 
 Long series, on the univariate sets and the first seed: recurrent NBoF, an
 LSTM and a relational memory, each on the raw steps (every step, one value
@@ -48,8 +49,8 @@ seeds; training time) are written to the `bench_ucr` section of
 benchmarks/RESULTS.md, and a plot to benchmarks/figures/ucr_accuracy.png.
 
 Needs aeon (the `[tutorials]` or `[test]` extra). Full run (8 sets, 3
-seeds, the long-series models, the options; about 590 minutes of fits, so
-about 5 hours with 2 processes on 2 cores; with --results-json, fits
+seeds, the long-series models, the options; about 650 minutes of fits, so
+about 5.5 hours with 2 processes on 2 cores; with --results-json, fits
 already in the file are not run again):
     python benchmarks/bench_ucr.py --results-json benchmarks/ucr_results.json
 Smoke test (one set, one seed, a few updates):
@@ -124,6 +125,8 @@ MODELS = {
     # On univariate sets the default ("auto") is the kernels.
     "recurrent_nbof_kernels": ("recurrent NBoF, kernels", "recurrent_nbof_classifier", {"front_end": "kernels"},
                                ("multivariate",)),
+    "tabl_16": ("C(TABL), 16 segments", "tabl_network",
+                {"config": "C", "front_end": "kernels", "num_codewords": 16, "num_segments": 16}, BOTH),
     "tabl_conv": ("C(TABL), conv", "tabl_network", {"config": "C", "front_end": "conv"}, BOTH),
     "recurrent_nbof_raw": ("recurrent NBoF, raw steps", "recurrent_nbof_classifier",
                            {"front_end": None, "max_steps": None}, ("univariate",)),
@@ -141,7 +144,7 @@ LONG_SERIES = {"recurrent NBoF": ("recurrent_nbof_raw", "recurrent_nbof_conv"), 
 # them.
 BUILDERS = ("nbof", "attention_nbof", "recurrent_nbof", "tabl")
 OPTIONS = ("nbof_uncompressed", "nbof_one_codebook", "nbof_conv", "attention_nbof_conv", "recurrent_nbof_conv",
-           "recurrent_nbof_kernels", "tabl_conv")
+           "recurrent_nbof_kernels", "tabl_16", "tabl_conv")
 FIRST_SEED_ONLY = {"dtw"} | {m for pair in LONG_SERIES.values() for m in pair if m not in BUILDERS + OPTIONS}
 # Recurrences over the raw steps grow with the length: the relational
 # memory takes about 3.5 minutes a fit at 150–251 steps here, and an LSTM or

@@ -205,13 +205,13 @@ def test_ucr_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_ucr.py", tmp_path, monkeypatch)
     row = next(line for line in text.splitlines() if line.startswith("| ItalyPowerDemand |"))
     # Every model has its cell: published DTW, the two baselines, the four
-    # builders and the seven options, of which one runs on multivariate sets
+    # builders and the eight options, of which one runs on multivariate sets
     # only ("–" here); then the long-series table, raw steps against
     # front-end.
-    assert row.count("|") == 6 + 2 + 4 + 7 + 1 and "95.0" in row and row.count("–") == 1
+    assert row.count("|") == 6 + 2 + 4 + 8 + 1 and "95.0" in row and row.count("–") == 1
     for model in ("MiniRocket", "1-NN DTW", "NBoF", "attention NBoF", "recurrent NBoF", "C(TABL)",
                   "NBoF, one codebook", "NBoF, uncompressed", "NBoF, conv", "attention NBoF, conv",
-                  "recurrent NBoF, conv", "recurrent NBoF, kernels", "C(TABL), conv",
+                  "recurrent NBoF, conv", "recurrent NBoF, kernels", "C(TABL), 16 segments", "C(TABL), conv",
                   "FRONT_END_RECIPES", "The goal, as measured", "LSTM, raw steps", "relational memory, front-end"):
         assert model in text
     long_row = [line for line in text.splitlines() if line.startswith("| ItalyPowerDemand | 24 |")]

@@ -94,9 +94,11 @@ def test_local_histograms():
     assert all(q.output_mode == "segment_histograms" and q.num_segments == NUM_SEGMENTS for q in quantizers)
     segments = keras.Model(model.inputs, model.get_layer("segments").output).predict(x, verbose=0)
     assert segments.shape == (12, NUM_SEGMENTS, 4 * groups + 1)
-    # Step t is in segment ⌊16 t / 40⌋: a padded series' 25 valid steps
-    # fill segments 0-9, and segments 10-15 (steps 25-39) are zeros.
+    # Step t is in segment ⌊S t / 40⌋: a padded series' 25 valid steps
+    # fill the segments up to step 24's, and the later ones are zeros.
     members = np.arange(40) * NUM_SEGMENTS // 40
+    last = members[24]
+    assert 0 < last < NUM_SEGMENTS - 1
 
     def segment_means(values):
         return np.stack([np.stack([values[b][(members == s) & valid[b]].mean(0)
@@ -113,21 +115,22 @@ def test_local_histograms():
         np.testing.assert_allclose(segments[..., 4 * k:4 * k + 4], segment_means(phi), atol=1e-5)
     standardized = (x.astype(np.float64) - mean) / np.sqrt(variance)
     np.testing.assert_allclose(segments[..., -1:], segment_means(standardized), atol=1e-4)
-    assert np.all(segments[8:, 10:] == 0.0) and np.all(segments[8:, :10, :-1].sum(-1) > 0)
+    assert np.all(segments[8:, last + 1:] == 0.0) and np.all(segments[8:, :last + 1, :-1].sum(-1) > 0)
     assert tuple(model.output.shape) == (None, 2)
 
 
 def test_local_histograms_segments():
-    # "auto": 16, or every step where fewer are left.
-    model = tabl_network("C", input_shape=(10, 3), num_classes=2, num_codewords=4)
-    assert model.get_layer("quantizer").num_segments == 10
+    # "auto": NUM_SEGMENTS (8), or every step where fewer are left.
+    assert tabl_network("C", input_shape=(40, 3), num_codewords=4).get_layer("quantizer").num_segments == 8
+    model = tabl_network("C", input_shape=(6, 3), num_classes=2, num_codewords=4)
+    assert model.get_layer("quantizer").num_segments == 6
     # Each segment: the histogram of 4 codewords and the means of 3 features.
-    assert tuple(model.get_layer("bl_1").input.shape) == (None, 10, 4 + 3)
+    assert tuple(model.get_layer("bl_1").input.shape) == (None, 6, 4 + 3)
     model = tabl_network("B", input_shape=(40, 1), num_classes=2, front_end="conv", num_codewords=4, num_segments=8)
     assert tuple(model.get_layer("quantizer").output.shape) == (None, 8, 4)
     with pytest.raises(ValueError, match="num_segments"):
         tabl_network("B", input_shape=(40, 1), front_end="conv", num_codewords=4, num_segments=33)
-    # Series of any length: the bilinear layers see 16 segments whatever T.
+    # Series of any length: the bilinear layers see NUM_SEGMENTS whatever T.
     model = tabl_network("B", input_shape=(None, 1), num_classes=2, front_end="conv", num_codewords=4)
     for steps in (20, 50):
         assert model(np.zeros((1, steps, 1), "float32")).shape == (1, 2)
