@@ -85,8 +85,9 @@ bench: $(VENV)/.installed-test $(OLD_RUNTIME)/.installed
 	OLD_RUNTIME_PYTHON=$(OLD_RUNTIME)/bin/python $(PY) benchmarks/bench_edge_targets.py
 
 # The builders with their recipes against MiniRocket and 1-NN DTW on the
-# UCR/UEA sets bundled in aeon, 3 seeds (about 85 minutes on 2 cores; fits
-# already in benchmarks/ucr_results.json are kept, so delete it to rerun all).
+# UCR/UEA sets bundled in aeon, 3 seeds (about 650 minutes of fits, 5.5 hours
+# on 2 cores; fits already in benchmarks/ucr_results.json are kept, so delete
+# it to rerun all).
 bench-ucr: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_ucr.py --results-json benchmarks/ucr_results.json
 

@@ -438,8 +438,9 @@ def plot(table, sets, models, path):
     for k, model in enumerate(models):
         means = [table.get((s, model), (np.nan, 0, 0))[0] for s in sets]
         sds = [table.get((s, model), (0, 0, 0))[1] for s in sets]
+        # tab20: more models than the default cycle has colours.
         axes.bar(np.arange(len(sets)) + (k - (len(models) - 1) / 2) * width, means, width, yerr=sds,
-                 label=label(model), capsize=2)
+                 label=label(model), capsize=2, color=plt.cm.tab20(k % 20))
     axes.scatter(np.arange(len(sets)), [PUBLISHED_DTW.get(s, np.nan) for s in sets], marker="_", s=600,
                  color="black", zorder=3, label="published 1-NN DTW")
     axes.set_xticks(np.arange(len(sets)), sets, rotation=15)

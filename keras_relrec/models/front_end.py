@@ -22,8 +22,9 @@ WINDOW_SIZE = 16
 MAX_STEPS = {"conv": 32, "window": 32, "kernels": 512}
 # Before a recurrence every step the front-end leaves is a step of the
 # loop: at 512 steps of kernels the recurrent NBoF's fits took several times
-# as long as with the learned front-end's 32. 128 is a cap for time: it gave
-# 82.8% on bench_ucr's sets against 78.6% for "conv" (3 seeds), while 512
+# as long as with the learned front-end's 32. 128 is a cap for time: with
+# the kernels on every set it gave 82.8% on bench_ucr's sets against 78.6%
+# for "conv" (3 seeds), while 512
 # did better where both ran (ArrowHead, seed 0: 74.3% against 65.7%).
 RECURRENT_MAX_STEPS = {**MAX_STEPS, "kernels": 128}
 # NBoF's default compression of the kernels' standardized responses,

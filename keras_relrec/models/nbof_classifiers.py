@@ -66,9 +66,10 @@ def nbof_classifier(
     value per step it could only count amplitudes and would lose the shape
     of the series. The default front-end (`local_front_end`) therefore
     gives it the responses of MiniRocket's fixed kernels at every step,
-    for univariate and multivariate series alike (on the sets of
+    for univariate and multivariate series alike (on the univariate sets of
     `benchmarks/bench_ucr.py` it beat the learned `"conv"` front-end by
-    several points); without attention each response is compressed to
+    16 points, 89.2% against 72.9%; on the two multivariate ones it was
+    0.9 behind, 96.8% against 97.7%); without attention each response is compressed to
     asinh(10 · r), so that small fluctuations count beside large jumps
     (`front_end_compression`);
     `front_end=None` quantizes the raw steps (the paper's

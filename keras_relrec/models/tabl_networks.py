@@ -21,8 +21,8 @@ KINDS = ("TABL", "BL")
 # With a quantizer, histograms of this many segments of the steps (fewer
 # for shorter sequences) enter the first bilinear layer. On the sets of
 # benchmarks/bench_ucr.py (3 seeds) 8 did better than 16 (BasicMotions
-# 100.0% against 91.7%, OSULeaf 73.8% against 68.9%): the bilinear layers
-# have fewer positions to fit to the few training series.
+# 100.0% against 91.7%, OSULeaf 73.8% against 68.9%), likely because the
+# bilinear layers have fewer positions to fit to few training series.
 NUM_SEGMENTS = 8
 
 
