@@ -162,14 +162,8 @@ def nbof_classifier(
         h = TwoDAttention(axis=2, name="input_attention")(h)
     parts = local_front_end(h, front_end, front_end_filters, window_size, max_steps,
                             split_dilations=codebook_per_dilation, compression=front_end_compression)
-    parts = parts if isinstance(parts, list) else [parts]
-    if len(parts) == 1:
-        phi = BoFQuantizer(num_codewords, scale=scale, name="quantizer")(parts[0])
-    else:
-        phi = keras.layers.Concatenate(name="memberships")([
-            BoFQuantizer(num_codewords, scale=scale, name=f"quantizer_{k}")(part)
-            for k, part in enumerate(parts, start=1)
-        ])
+    phi = quantize(parts, num_codewords, scale=scale)
+    phi = phi[0] if len(phi) == 1 else keras.layers.Concatenate(name="memberships")(phi)
     if "codeword" in attention:
         phi = TwoDAttention(axis=2, name="codeword_attention")(phi)
     if "temporal" in attention:
@@ -250,6 +244,16 @@ def recurrent_nbof_classifier(
     if codebook_data is not None:
         fit_codebook(model, codebook_data, seed)
     return model
+
+
+def quantize(parts, num_codewords, **kwargs):
+    """One `BoFQuantizer(num_codewords, **kwargs)` for each front-end output
+    in `parts` (a tensor, or a list of them, one per dilation): their
+    outputs, a list. The layers are named `quantizer`, or `quantizer_1`,
+    `quantizer_2`, … where there are several."""
+    parts = parts if isinstance(parts, list) else [parts]
+    return [BoFQuantizer(num_codewords, name="quantizer" if len(parts) == 1 else f"quantizer_{k}", **kwargs)(part)
+            for k, part in enumerate(parts, start=1)]
 
 
 def _check_head(num_classes, hidden_units, dropout):

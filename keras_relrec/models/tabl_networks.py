@@ -5,12 +5,12 @@ import numpy as np
 
 from keras_relrec.layers import TABL
 from keras_relrec.layers import BilinearLayer
-from keras_relrec.layers import BoFQuantizer
 from keras_relrec.layers import SegmentMean
 from keras_relrec.models.front_end import WINDOW_SIZE
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import sequence_inputs
 from keras_relrec.models.nbof_classifiers import fit_codebook
+from keras_relrec.models.nbof_classifiers import quantize
 from keras_relrec.utils import validation
 
 # Hidden layers (D', T') of each configuration; the last layer maps to
@@ -183,14 +183,11 @@ def tabl_network(
     h = local_front_end(sequence, front_end, front_end_filters, window_size, max_steps,
                         split_dilations=num_codewords is not None, compression=front_end_compression)
     if num_codewords is not None:
-        parts = h if isinstance(h, list) else [h]
-        # An unknown length takes NUM_SEGMENTS.
-        segments = num_segments if not auto_segments else min(NUM_SEGMENTS, parts[0].shape[1] or NUM_SEGMENTS)
-        histograms = [
-            BoFQuantizer(num_codewords, output_mode="segment_histograms", num_segments=segments,
-                         name="quantizer" if len(parts) == 1 else f"quantizer_{k}")(part)
-            for k, part in enumerate(parts, start=1)
-        ]
+        # An unknown length takes NUM_SEGMENTS; the dilations' outputs
+        # all have the same steps.
+        length = (h[0] if isinstance(h, list) else h).shape[1]
+        segments = num_segments if not auto_segments else min(NUM_SEGMENTS, length or NUM_SEGMENTS)
+        histograms = quantize(h, num_codewords, output_mode="segment_histograms", num_segments=segments)
         means = SegmentMean(segments, name="segment_means")(sequence)
         h = keras.layers.Concatenate(name="segments")(histograms + [means])
     for k, (units, steps) in enumerate(CONFIGS[config], start=1):
