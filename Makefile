@@ -83,6 +83,7 @@ bench: $(VENV)/.installed-test $(OLD_RUNTIME)/.installed
 	$(PY) benchmarks/bench_local_recurrence.py
 	$(PY) benchmarks/bench_relation_transformer.py
 	OLD_RUNTIME_PYTHON=$(OLD_RUNTIME)/bin/python $(PY) benchmarks/bench_edge_targets.py
+	$(PY) benchmarks/bench_fresh_interpreters.py
 
 # The builders with their recipes against MiniRocket and 1-NN DTW on the
 # UCR/UEA sets bundled in aeon, 3 seeds (about 650 minutes of fits, 5.5 hours

@@ -216,3 +216,14 @@ def test_ucr_benchmark_quick(tmp_path, monkeypatch):
         assert model in text
     long_row = [line for line in text.splitlines() if line.startswith("| ItalyPowerDemand | 24 |")]
     assert len(long_row) == 1 and long_row[0].count("|") == 2 + 6 + 1 and "–" not in long_row[0], long_row
+
+
+@pytest.mark.slow
+def test_fresh_interpreters_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_fresh_interpreters.py", tmp_path, monkeypatch)
+    assert "<!-- bench_fresh_interpreters:start -->" in text
+    # The fixed files never answer wrong, in either interpreter.
+    for name in ("constant RESHAPE shapes", "exported by this checkout"):
+        for runtime in ("LiteRT", "tf.lite.Interpreter"):
+            assert f"| {name} | 0 | {runtime} |" in text and text.split(f"| {name} | 0 | {runtime} |")[1].split(
+                "\n")[0].rstrip().endswith("| 0/40 |")

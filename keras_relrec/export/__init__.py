@@ -30,7 +30,9 @@ Layout: `export_plan.py` (the plan), `stateful_protocol.py` (the protocol),
 builtins-only loop), `model_graph.py` (walking and running a model's graph),
 `endpoints.py` (serve / step / initial_state), `saved_model.py`, `tflite.py`,
 `litert_runner.py`, `tflite_inspect.py`, `micro.py` and `micro_probe.py`
-(TFLite Micro), `accelerator.py`, `quantization.py`, `tensor_names.py`, `cli.py` (the `keras-relrec` command).
+(TFLite Micro), `accelerator.py`, `quantization.py`, the passes over a
+converted file (`static_reshapes.py`, `tensor_names.py`, both through
+`flatbuffer.py`), `cli.py` (the `keras-relrec` command).
 """
 
 try:

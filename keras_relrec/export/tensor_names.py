@@ -9,25 +9,13 @@ step's output that is also its first state) takes the first name of the
 signature's order.
 """
 
-import flatbuffers
-from ai_edge_litert import schema_py_generated as schema
-
-# The converter aligns constant buffers to 16 bytes (schema: force_align);
-# kernels may read weights in place, so the rewrite keeps that alignment.
-BUFFER_ALIGNMENT = 16
-
-
-class _AlignedBuilder(flatbuffers.Builder):
-    def StartVector(self, elemSize, numElems, alignment):  # noqa: N802, N803 (flatbuffers' names)
-        if elemSize == 1:
-            alignment = max(alignment, BUFFER_ALIGNMENT)
-        return super().StartVector(elemSize, numElems, alignment)
+from keras_relrec.export import flatbuffer
 
 
 def named(content):
     """The file's bytes with every signature tensor named
     `<signature>/<name>`."""
-    model = schema.ModelT.InitFromPackedBuf(bytearray(content), 0)
+    model = flatbuffer.read(content)
     for signature in model.signatureDefs or []:
         key = signature.signatureKey.decode()
         tensors = model.subgraphs[signature.subgraphIndex].tensors
@@ -36,6 +24,4 @@ def named(content):
             if tensor_map.tensorIndex not in renamed:
                 tensors[tensor_map.tensorIndex].name = f"{key}/{tensor_map.name.decode()}".encode()
                 renamed.add(tensor_map.tensorIndex)
-    builder = _AlignedBuilder(len(content) + 1024)
-    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
-    return bytes(builder.Output())
+    return flatbuffer.write(model, len(content))

@@ -14,6 +14,7 @@ from keras_relrec.export import micro as micro_runtime
 from keras_relrec.export import model_graph
 from keras_relrec.export import quantization
 from keras_relrec.export import recurrent_loop
+from keras_relrec.export import static_reshapes
 from keras_relrec.export import tensor_names
 from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
@@ -66,7 +67,11 @@ def export_tflite(
 
     Every file's signature tensors are named `<signature>/<name>` (for
     runtimes without signatures); the summary says which runtime version
-    the file needs (`min_runtime`).
+    the file needs (`min_runtime`). Every RESHAPE whose target shape the
+    converter left to be computed at run time, where one size alone is
+    unknown, is given a constant shape with -1 for that size (see
+    `static_reshapes`: such tensors met a LiteRT/XNNPACK defect inside
+    loops); the summary's `reshapes_made_static` counts them.
 
     Args:
         model: A functional or sequential Keras model.
@@ -182,8 +187,12 @@ def export_tflite(
             f"the file needs TensorFlow Lite {tflite_inspect.min_runtime(content)}, newer than runtime={runtime!r}, "
             f"for one of its op versions ({tflite_inspect.later_op_versions(content)}); try another `quantize`"
         )
+    # Before naming: the names of the shape constants it adds are the
+    # RESHAPEs' own.
+    content, made_static = static_reshapes.make_static(content)
     content = tensor_names.named(content)
     summary = tflite_inspect.summarize(content)
+    summary["reshapes_made_static"] = made_static
     if micro:
         summary["micro"] = micro_runtime.check(content, model)
     if target == "accelerator":

@@ -11,6 +11,7 @@ from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
 
 from keras_relrec.export import quantization
+from keras_relrec.export import static_reshapes
 
 # The older runtime checked (deployed devices still carry it); files that
 # stay within its op versions run there (export_tflite(runtime=...)).
@@ -146,6 +147,9 @@ def summarize(path_or_content):
         "ops": op_histogram(content),
         "op_versions": op_versions(content),
         "min_runtime": min_runtime(content),
+        # RESHAPEs sized at run time where a constant shape would do: 0 for
+        # files this package writes (see `static_reshapes`).
+        "runtime_shaped_reshapes": len(static_reshapes.runtime_shaped(content)),
     }
 
 
@@ -163,6 +167,11 @@ def format_summary(summary):
         # For runtimes that address tensors by position (TFLM's GetInput(k)).
         for side, names in order.items():
             lines.append(f"'{key}' {side} by position: {', '.join(names)}")
+    if "reshapes_made_static" in summary:
+        lines.append(f"RESHAPEs given constant shapes: {summary['reshapes_made_static']}")
+    if summary.get("runtime_shaped_reshapes"):
+        lines.append(f"RESHAPEs sized at run time where a constant shape would do: "
+                     f"{summary['runtime_shaped_reshapes']} (re-export with this package's export_tflite)")
     lines.append("ops (all subgraphs), version:")
     for op, count in summary["ops"].items():
         lines.append(f"  {op:<28} {count:<4} v{summary['op_versions'].get(op, 1)}")

@@ -667,17 +667,6 @@ def float64_copy(entry, model, dynamic_length):
     return copy
 
 
-# Open defects of the TFLite runtimes that these checks hit now and then,
-# reported as XFAIL (not hidden) when they strike; any other mismatch fails.
-KNOWN_RUNTIME_DEFECTS = {
-    ("RelationalMemoryCell", 500): (
-        "known defect: the RMC's sequence-mode file (WHILE loop) returns wrong outputs in "
-        "about 4% of runs at 500 steps, in LiteRT and TF Lite alike, XNNPACK on or off, "
-        "since 0.1; its streaming file does not (README, 'Known defects')"
-    ),
-}
-
-
 @entries
 def test_tflite_sequence_mode(entry, tmp_path):
     """LiteRT gives Keras' outputs within 1e-5, or, where a long sequence
@@ -701,9 +690,6 @@ def test_tflite_sequence_mode(entry, tmp_path):
             want = [k[:batch] for k in keras_out]
             rows = each_input(entry, x, operator.itemgetter(slice(batch)))
             got = lite_outputs(run_sequence(path, feed(entry, rows)), len(want))
-            known = KNOWN_RUNTIME_DEFECTS.get((entry.id, length))
-            if known and not all(np.allclose(g, w, atol=max(ATOL, 4 * drift)) for g, w in zip(got, want)):
-                pytest.xfail(known)
             assert_close(got, want, atol=max(ATOL, 4 * drift),
                          err_msg=f"batch {batch}, length {length}, float32 drift {drift:.1e}")
     # Inputs that do not fit the file's signature are refused before LiteRT

@@ -190,11 +190,13 @@ class LocalRecurrence(keras.layers.Layer):
         if training:
             # One dropout mask for all windows, drawn before the steps, as
             # `keras.layers.RNN` draws it before its loop.
-            keras_internals.draw_dropout_masks(self.cell, ops.reshape(padded[:, :steps], (rows,) + self._frame_shape),
+            keras_internals.draw_dropout_masks(self.cell, ops.reshape(padded[:, :steps], (-1,) + self._frame_shape),
                                                states)
         for k in range(self.window_size):
             # Step k of every window reads the sequence shifted by k.
-            frame = ops.reshape(padded[:, k : k + steps], (rows,) + self._frame_shape)
+            # -1, not the rows read at run time: an exported file then
+            # reshapes to a constant shape (see export/static_reshapes).
+            frame = ops.reshape(padded[:, k : k + steps], (-1,) + self._frame_shape)
             output, states = self.cell(frame, states, **kwargs)
             states = states if tree.is_nested(states) else [states]
         keras_internals.reset_dropout_masks(self.cell)

@@ -98,8 +98,10 @@ class PeepholeConvLSTMCell(ConvLSTMCell):
 
         # TensorFlow's oneDNN Conv2D (on where the CPU has AVX-512) returns
         # an empty batch in its input's shape; reshaping to the gates' shape
-        # restores it and changes nothing for a batch of examples.
-        gates_shape = list(ops.shape(h_tm1))
+        # restores it and changes nothing for a batch of examples. -1 for the
+        # batch: an exported file then reshapes to a constant shape (see
+        # export/static_reshapes).
+        gates_shape = [-1] + list(ops.shape(h_tm1))[1:]
         gates_shape[self.channel_axis] = 4 * self.filters
         z = ops.reshape(self.input_conv(inputs, self.kernel, padding=self.padding), gates_shape)
         z = z + ops.reshape(self.recurrent_conv(h_tm1, self.recurrent_kernel), gates_shape)

@@ -217,18 +217,19 @@ class RelationalMemoryCell(keras.layers.Layer):
         the attention weights of each block, (batch, heads, N + r, N + r),
         except the last block's, (batch, heads, N, N + r): the memory rows'
         attention over memory and input rows."""
-        batch = ops.shape(inputs)[0]
+        # -1 for the batch, never a size read at run time: an exported
+        # file then reshapes to a constant shape (see export/static_reshapes).
         n, d = self.mem_slots, self.mem_size
         rows_in = 1 if self.input_rows is None else self.input_rows
         count = n + rows_in
-        memory = ops.reshape(states[0], (batch, n, d))
-        started = ops.reshape(states[1], (batch, 1, 1))
+        memory = ops.reshape(states[0], (-1, n, d))
+        started = ops.reshape(states[1], (-1, 1, 1))
         # Not started: the identity memory (a constant the where broadcasts).
         memory = ops.where(started > 0.5, memory, self._identity(memory.dtype)[None])
 
         # Dense layers see 2-D tensors (see RelationalMemoryBlock.call).
-        flat_input = ops.reshape(inputs, (batch * rows_in, inputs.shape[-1]))
-        projected = ops.reshape(self.input_projection(flat_input), (batch, rows_in, d))
+        flat_input = ops.reshape(inputs, (-1, inputs.shape[-1]))
+        projected = ops.reshape(self.input_projection(flat_input), (-1, rows_in, d))
         z = ops.concatenate([memory, projected], axis=1)
         attention = []
         for index, block in enumerate(self.blocks):
@@ -243,13 +244,13 @@ class RelationalMemoryCell(keras.layers.Layer):
         if self.gate_style is None:
             new_memory = candidate
         else:
-            from_memory = self.gate_memory(ops.reshape(ops.tanh(memory), (batch * n, d)))
-            from_input = self.gate_input(ops.reshape(projected, (batch, rows_in * d)))
-            gates = ops.reshape(from_memory, (batch, n, 2 * self.gate_width)) + from_input[:, None]
+            from_memory = self.gate_memory(ops.reshape(ops.tanh(memory), (-1, d)))
+            from_input = self.gate_input(ops.reshape(projected, (-1, rows_in * d)))
+            gates = ops.reshape(from_memory, (-1, n, 2 * self.gate_width)) + from_input[:, None]
             input_gate = ops.sigmoid(gates[..., : self.gate_width] + self.input_bias)
             forget_gate = ops.sigmoid(gates[..., self.gate_width :] + self.forget_bias)
             new_memory = input_gate * ops.tanh(candidate) + forget_gate * memory
-        flat = ops.reshape(new_memory, (batch, self.output_size))
+        flat = ops.reshape(new_memory, (-1, self.output_size))
         return new_memory, [flat, ops.ones_like(states[1])], attention
 
     def call(self, inputs, states):
