@@ -88,7 +88,12 @@ class SegmentCacheTransformer(SegmentRecurrence):
 
     The layer behaves like a `keras.layers.RNN` whose step is a segment
     (see `TransformerXL`: `initial_state`, `return_state`, `stateful`,
-    streaming with one segment per step, masking). The states are
+    streaming with one segment per step, masking). A call whose length is
+    not a multiple of L — one shorter than L, fresh or the end of a
+    stream, too — is padded (masked) at the end: its padding enters the
+    cache as positions masked in `slot_mask`, never attended, and the next
+    call goes on as the stream of the calls each padded to whole segments
+    (as one call when every length is a multiple of L). The states are
     `[keys (batch, N, summary_dim), values_0, …, values_(m−1) (batch, N, L, d),
     slot_mask (batch, N, L) (float32, 1 for the valid positions of filled
     slots)]`, and with `query="causal"` `previous_output` (batch, L, d) last.
@@ -137,6 +142,9 @@ class SegmentCacheTransformer(SegmentRecurrence):
     model = keras.Model(tokens, logits)
     ```
     """
+
+    # A slot holds a whole segment: the streaming step pads a short one too.
+    streams_short_segments = False
 
     def __init__(
         self,

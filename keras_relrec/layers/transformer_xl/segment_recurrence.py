@@ -26,7 +26,8 @@ class SegmentRecurrence(keras.layers.Layer):
     `streaming_state_specs()` and `_segment(hidden, mask, states, training)`
     (one segment of `segment_len` positions through the layer: its outputs
     and next states). This class embeds token ids (or takes features),
-    cuts a sequence into segments (padding the last one),
+    cuts a sequence into segments (padding the last one, that of a call
+    shorter than a segment too, at the end with masked positions),
     runs them in turn (unrolled for a known count, an `ops.fori_loop`
     otherwise), keeps the states of a segment with no valid position, and
     gives the layer the behaviour of a `keras.layers.RNN` whose step is a
@@ -34,6 +35,13 @@ class SegmentRecurrence(keras.layers.Layer):
     `reset_state()`, and the streaming protocol of
     `keras_relrec.export.stateful_protocol` with one segment per step.
     """
+
+    # Whether `streaming_step` runs a chunk shorter than a segment as a
+    # segment of its own instead of padding it as `call` does: a memory of
+    # positions takes any number (`TransformerXLGenerator`'s token mode
+    # steps one token at a time); a subclass whose states hold whole
+    # segments says False.
+    streams_short_segments = True
 
     def __init__(
         self,
@@ -181,15 +189,15 @@ class SegmentRecurrence(keras.layers.Layer):
         return [outputs, *new_states] if self.return_state else outputs
 
     def streaming_step(self, inputs, states, mask=None):
-        return self._run(inputs, mask, list(states), False)
+        return self._run(inputs, mask, list(states), False, whole_segments=not self.streams_short_segments)
 
-    def _run(self, inputs, mask, states, training):
+    def _run(self, inputs, mask, states, training, whole_segments=True):
         hidden = self._embed(inputs, training)
         steps = axis_size(hidden, 1)
         if mask is not None:
             mask = ops.cast(mask, "bool")
             hidden = zero_masked(hidden, mask)
-        return self._run_segments(hidden, mask, states, steps, training)
+        return self._run_segments(hidden, mask, states, steps, training, whole_segments)
 
     def _initial_state(self, inputs, initial_state):
         if initial_state is not None:
@@ -239,11 +247,13 @@ class SegmentRecurrence(keras.layers.Layer):
             ]
         return outputs, new_states
 
-    def _run_segments(self, hidden, mask, states, steps, training):
-        """Every segment of (batch, steps, d) in turn: (outputs, states)."""
+    def _run_segments(self, hidden, mask, states, steps, training, whole_segments=True):
+        """Every segment of (batch, steps, d) in turn, the last one padded
+        (unless `whole_segments` is false and there is one): (outputs,
+        states)."""
         length = self.segment_len
-        if isinstance(steps, int) and steps <= length:
-            # One segment (the streaming step, short calls) or none.
+        if isinstance(steps, int) and (steps in (0, length) or (steps < length and not whole_segments)):
+            # None, or one segment as it is (the streaming step).
             return (hidden, states) if steps == 0 else self._masked_segment(hidden, mask, states, training)
         count = -(-steps // length)
         padding = count * length - steps

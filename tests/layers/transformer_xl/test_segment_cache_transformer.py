@@ -24,7 +24,7 @@ ATOL = 1e-5
 H, DH, D, DI, L, N = 2, 3, 6, 10, 3, 3
 BACKBONE = {"num_layers": 2, "num_heads": H, "head_size": DH, "hidden_dim": D, "intermediate_dim": DI,
             "segment_len": L}
-JAX_TESTS = "reduces or causal or leaks or gradient or empty or fed_in_turn or explored"
+JAX_TESTS = "reduces or causal or leaks or gradient or empty or fed_in_turn or short_calls or explored"
 
 
 def make_cache(**kwargs):
@@ -253,6 +253,50 @@ def test_a_sequence_equals_its_segments_fed_in_turn():
         np.testing.assert_allclose(a, b, atol=ATOL)
     assert [name for name, _, _ in model.streaming_state_specs()] == [
         "keys", "values_0", "values_1", "slot_mask", "previous_output"]
+
+
+def padded_stream(pieces):
+    """The calls of a stream laid end to end, each padded at the end to
+    whole segments: (inputs, valid)."""
+    x = np.concatenate([np.pad(p, [(0, 0), (0, -p.shape[1] % L), (0, 0)]) for p in pieces], 1)
+    valid = np.concatenate([np.arange(p.shape[1] + -p.shape[1] % L) < p.shape[1] for p in pieces])
+    return x, np.broadcast_to(valid, x.shape[:2])
+
+
+@pytest.mark.parametrize("options", [{"stateful": True},
+                                     {"return_state": True, "query": "standard", "summary": "bilstm"}],
+                         ids=["stateful", "states-fed-back"])
+def test_short_calls_are_padded_at_the_end(options):
+    """A call of fewer than L steps, fresh or continuing a stream, is
+    padded (masked) at the end, as a longer one is: its outputs, and those
+    of the calls after it, are the NumPy equations' for the stream with
+    every call padded to whole segments, and its padding enters the cache
+    as masked positions. The streaming step pads a short chunk the same."""
+    model = make_cache(**options)
+    if model.stateful:
+        model.reset_state()  # after make_cache's call
+    rng = np.random.default_rng(10)
+    # Five segments through three slots: the short ones are evicted too.
+    pieces = [rng.normal(size=(1, steps, D)).astype("float32") for steps in (2, 1, 4, 2)]
+    states, outputs = None, []
+    for piece in pieces:
+        if model.stateful:
+            outputs.append(model(piece))
+            continue
+        if states is not None:
+            stepped, stepped_states = model.streaming_step(piece, states)
+        output, *states = model(piece, initial_state=states)
+        outputs.append(output)
+        if len(outputs) == 1:
+            slot_mask = ops.convert_to_numpy(states[1 + model.num_layers])
+            np.testing.assert_array_equal(slot_mask[0, -1], [1, 1, 0])
+            np.testing.assert_array_equal(slot_mask[0, :-1], 0)
+        else:
+            np.testing.assert_allclose(stepped, output, atol=ATOL)
+            for a, b in zip(stepped_states, states, strict=True):
+                np.testing.assert_allclose(a, b, atol=ATOL)
+    want, _ = cache_np(model, *padded_stream(pieces))
+    np.testing.assert_allclose(np.concatenate(outputs, 1), want[padded_stream(pieces)[1]][None], atol=ATOL)
 
 
 def test_bad_arguments_name_themselves():
