@@ -1,0 +1,238 @@
+"""The contract of the layers that run in segments or chunks of L steps:
+every registry entry whose layer has a segment or chunk length (one of
+`SEGMENT_ATTRIBUTES`) takes calls of 1, L − 1, L + 1 and 2L + 3 steps,
+fresh and continuing a stream, on TensorFlow and JAX, eagerly and under
+XLA.
+
+A stream continues eagerly with `stateful=True`, and under XLA with its
+states fed back (`initial_state` and `return_state` where the layer's
+call takes them, else the streaming protocol's `streaming_step`): on JAX,
+`predict` does not carry a state kept outside the model's variables, as
+the stateful layers keep theirs (`keras.layers.RNN` too).
+
+The outputs must be finite, of the call's length, and equal (1e-5) to the
+oracle: one call of a fresh layer (eager TensorFlow) on the stream's calls
+laid end to end, each padded at the end to whole segments with the
+padding masked. That is what the segment layers document (a call is
+padded at the end, and the next one goes on after its padding), and for a
+layer whose chunks do not change what it computes (the chunked local
+recurrence, where a masked step is as if absent), the calls without
+padding.
+
+JAX runs every case in one process of its own (`jax_outputs`), as the
+contract's other backends do (`backend_worker.py`):
+`python -m tests.contract.test_segment_lengths DIR`.
+"""
+
+import inspect
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from tests.contract.backend_worker import pack
+from tests.contract.backend_worker import unpack
+from tests.contract.registry import ENTRIES
+
+ATOL = 1e-5
+ROOT = pathlib.Path(__file__).parent.parent.parent
+BATCH = 2
+# The names a layer gives the length of the segments or chunks it runs in.
+SEGMENT_ATTRIBUTES = ("segment_len", "chunk_size", "streaming_chunk_length")
+MODES = ("eager", "xla")
+# How each mode continues a stream.
+STREAMS = {"eager": "stateful", "xla": "fed_back"}
+
+
+def segment_length(entry):
+    """L of the entry's layer, or None when it runs in no segments."""
+    layer = entry.make_layer()
+    return next((getattr(layer, name) for name in SEGMENT_ATTRIBUTES if getattr(layer, name, None)), None)
+
+
+SEGMENT_ENTRIES = [(entry, length) for entry in ENTRIES if (length := segment_length(entry))]
+
+
+def call_lengths(length):
+    """The calls of the stream: 1, L − 1, L + 1, 2L + 3, then 1 again (so
+    that each length both starts and continues a stream)."""
+    return [n for n in (1, length - 1, length + 1, 2 * length + 3, 1) if n]
+
+
+class StreamingStep(keras.layers.Layer):
+    """[inputs, *states] → [outputs, *new states] by a layer's
+    `streaming_step`: how states are fed back to a layer whose call takes
+    none."""
+
+    def __init__(self, layer, **kwargs):
+        super().__init__(**kwargs)
+        self.layer = layer
+
+    def call(self, inputs, states):
+        outputs, new_states = self.layer.streaming_step(inputs, list(states))
+        return [outputs, *new_states]
+
+
+def models(entry):
+    """A model of the layer (fresh calls), one that takes and returns the
+    states with the layer in it, and a stateful one."""
+    features = tuple(entry.input_shape[1:])
+    takes_states = "initial_state" in inspect.signature(entry.make_layer().call).parameters
+    layer = entry.make_layer(**({"return_state": True} if takes_states else {}))
+    layer.build((None, None) + features)
+    x = keras.Input((None,) + features)
+    states = [keras.Input(shape, dtype=dtype) for _, shape, dtype in layer.streaming_state_specs()]
+    outputs = layer(x, initial_state=states) if takes_states else StreamingStep(layer)(x, states)
+    stateful = keras.Input((None,) + features, batch_size=BATCH)
+    return (entry.make_model(dynamic_length=True), (keras.Model([x, *states], outputs), layer),
+            keras.Model(stateful, entry.make_layer(stateful=True)(stateful)))
+
+
+def run_calls(entry, weights, pieces, mode):
+    """{"fresh": the outputs of each piece but the last alone, then those
+    of the pieces as one stream}. `eager`: direct calls, fresh from the
+    layer's own initial state, the stream by a stateful layer. `xla`:
+    compiled `predict_on_batch` with the states fed back, fresh from
+    `streaming_initial_state`."""
+    plain, (fed_back, layer), stateful = models(entry)
+    numpy = keras.ops.convert_to_numpy
+    if mode == "eager":
+        for model in (plain, stateful):
+            model.set_weights(weights)
+        return {"fresh": [numpy(plain(x)) for x in pieces[:-1]], "stateful": [numpy(stateful(x)) for x in pieces]}
+    fed_back.set_weights(weights)
+    fed_back.compile(jit_compile=True)
+
+    def step(x, states):
+        y, *states = fed_back.predict_on_batch([x, *states])
+        return y, states
+
+    initial = [numpy(s) for s in layer.streaming_initial_state(BATCH)]
+    outputs = {"fresh": [step(x, initial)[0] for x in pieces[:-1]], "fed_back": []}
+    states = initial
+    for x in pieces:
+        y, states = step(x, states)
+        outputs["fed_back"].append(y)
+    return outputs
+
+
+def padded_oracle(entry, weights, pieces, length):
+    """Per piece, the valid outputs of one fresh call on the pieces laid end
+    to end, each padded at the end to whole segments and masked there."""
+    padded = [np.pad(x, [(0, 0), (0, -x.shape[1] % length)] + [(0, 0)] * (x.ndim - 2)) for x in pieces]
+    valid = np.concatenate([np.arange(p.shape[1]) < x.shape[1] for p, x in zip(padded, pieces)])
+    layer = entry.make_layer()
+    layer(padded[0])
+    layer.set_weights(weights)
+    outputs = np.asarray(layer(np.concatenate(padded, 1), mask=np.broadcast_to(valid, (BATCH, valid.size))))
+    return np.split(outputs[:, valid], np.cumsum([x.shape[1] for x in pieces])[:-1], axis=1)
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory, request):
+    """Per entry id: the weights, the pieces of the stream and the oracle's
+    outputs for each piece alone and for the stream; and the JAX process
+    over the same weights and pieces, started at once (when a JAX test is
+    selected) so that it runs beside the TensorFlow tests."""
+    # A module fixture is set up before the tests' own seeding.
+    keras.utils.set_random_seed(0)
+    folder = tmp_path_factory.mktemp("segment_lengths")
+    inputs = {}
+    for entry, length in SEGMENT_ENTRIES:
+        weights = entry.make_model(dynamic_length=True).get_weights()
+        pieces = [entry.make_input(batch=BATCH, seed=k, length=n) for k, n in enumerate(call_lengths(length))]
+        np.savez(folder / f"{entry.id}.npz", **pack("weight", weights), **pack("x", pieces))
+        inputs[entry.id] = weights, pieces
+    worker = None
+    if any(item.originalname == "test_calls_on_jax" for item in request.session.items):
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "tests.contract.test_segment_lengths", str(folder)],
+            env={**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(ROOT)}, cwd=ROOT,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+    try:
+        prepared = {}
+        for entry, length in SEGMENT_ENTRIES:
+            weights, pieces = inputs[entry.id]
+            fresh = [padded_oracle(entry, weights, [x], length)[0] for x in pieces[:-1]]
+            prepared[entry.id] = weights, pieces, fresh, padded_oracle(entry, weights, pieces, length)
+        yield prepared, folder, worker
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.kill()
+            worker.communicate()
+
+
+@pytest.fixture(scope="module")
+def jax_outputs(cases):
+    """Every case on JAX, from its one process: {entry id: npz of the
+    outputs or the error of each mode}."""
+    _, folder, worker = cases
+    log, _ = worker.communicate(timeout=600)
+    assert worker.returncode == 0, log[-3000:]
+    return {entry.id: dict(np.load(folder / f"{entry.id}.jax.npz")) for entry, _ in SEGMENT_ENTRIES}
+
+
+def check(entry, mode, got, cases):
+    """`got` (from `run_calls`) against the oracle."""
+    _, pieces, want_fresh, want_stream = cases[0][entry.id]
+    assert set(got) == {"fresh", STREAMS[mode]}
+    for kind, outputs in got.items():
+        for k, (g, w) in enumerate(zip(outputs, want_fresh if kind == "fresh" else want_stream, strict=True)):
+            message = f"{kind}: call {k} of {pieces[k].shape[1]} steps"
+            assert g.shape == w.shape, message
+            assert np.all(np.isfinite(g)), message
+            np.testing.assert_allclose(g, w, atol=ATOL, err_msg=message)
+
+
+def test_the_segment_layers_are_selected():
+    """The selection by attribute finds the known segment layers (a rename
+    would otherwise drop them silently)."""
+    ids = {entry.id for entry, _ in SEGMENT_ENTRIES}
+    assert {"TransformerXL", "SegmentCacheTransformer", "LocalRecurrence-chunked-peephole"} <= ids, ids
+
+
+segment_entries = pytest.mark.parametrize("entry", [entry for entry, _ in SEGMENT_ENTRIES], ids=lambda e: e.id)
+modes = pytest.mark.parametrize("mode", MODES)
+
+
+# The TensorFlow tests first: the JAX process runs meanwhile.
+@segment_entries
+@modes
+def test_calls_on_tensorflow(entry, mode, cases):
+    weights, pieces, _, _ = cases[0][entry.id]
+    check(entry, mode, run_calls(entry, weights, pieces, mode), cases)
+
+
+@segment_entries
+@modes
+def test_calls_on_jax(entry, mode, cases, jax_outputs):
+    have = jax_outputs[entry.id]
+    if f"{mode}_error" in have:
+        pytest.fail(f"{entry.id} on JAX ({mode}): {have[f'{mode}_error']}")
+    check(entry, mode, {kind: unpack(have, f"{mode}_{kind}") for kind in ("fresh", STREAMS[mode])}, cases)
+
+
+def main(folder):
+    """The JAX process: every case of `folder`, each mode; an error is
+    stored for its test to report."""
+    folder = pathlib.Path(folder)
+    for entry, _ in SEGMENT_ENTRIES:
+        data = dict(np.load(folder / f"{entry.id}.npz"))
+        out = {}
+        for mode in MODES:
+            try:
+                outputs = run_calls(entry, unpack(data, "weight"), unpack(data, "x"), mode)
+                for kind, values in outputs.items():
+                    out.update(pack(f"{mode}_{kind}", values))
+            except Exception as error:  # reported by the case's test
+                out[f"{mode}_error"] = np.array(f"{type(error).__name__}: {error}"[-3000:])
+        np.savez(folder / f"{entry.id}.jax.npz", **out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
