@@ -30,7 +30,10 @@ def codeword_logits(x, codebook, scale, distance="l2", epsilon=1e-12):
     What remains is a relative error of about float32's 1e-7 times
     (spread of the codebook / distance)², so a distance that is tiny next to
     the codebook's spread is inexact (normalise such inputs); what
-    cancellation leaves below zero is clipped to zero.
+    cancellation leaves below zero is clipped to zero. In float64 the
+    distance to the nearest codeword, the one that can be tiny, is then
+    computed again from the differences x − v_k: float64 results keep
+    float64's precision at and near a codeword too.
     """
     # Half precision cannot hold squared distances; integers are features too.
     dtype = ops.dtype(x)
@@ -48,6 +51,22 @@ def codeword_logits(x, codebook, scale, distance="l2", epsilon=1e-12):
         + ops.sum(weights * ops.square(codebook), axis=-1)
     )
     squared = ops.maximum(squared, 0.0)
+    if dtype == "float64":
+        # float32 keeps the expanded form alone, as documented (and the
+        # graph its exports run); float64 is held to float64's precision.
+        squared = _nearest_from_differences(x, codebook, weights, squared)
     if distance == "squared_l2":
         return -squared
     return -ops.sqrt(squared + epsilon)
+
+
+def _nearest_from_differences(x, codebook, weights, squared):
+    """`squared` (..., K) with the entry of each x's nearest codeword
+    replaced by Σ_d w_d (x_d − v_d)², which has no cancellation: at a
+    codeword the expanded form leaves a rounding of the spread, which the
+    square root's slope at ε (1 / (2 √ε)) magnifies. Memory (..., D), as x."""
+    nearest = ops.argmin(squared, axis=-1)
+    differences = x - ops.take(codebook, nearest, axis=0)
+    exact = ops.sum(ops.take(weights, nearest, axis=0) * ops.square(differences), axis=-1)
+    is_nearest = ops.expand_dims(nearest, -1) == ops.arange(codebook.shape[0], dtype=nearest.dtype)
+    return ops.where(is_nearest, ops.expand_dims(exact, -1), squared)

@@ -42,7 +42,7 @@ def masked_mean(x, mask=None, axis=1):
         mask = _broadcast_mask(mask, x)
         total = ops.sum(ops.where(mask, x, ops.zeros_like(x)), axis=axis)
         count = ops.sum(ops.cast(mask, x.dtype), axis=axis)
-    return total / ops.maximum(count, ops.cast(1.0, x.dtype))
+    return total / ops.maximum(count, 1.0)
 
 
 def masked_segment_mean(x, mask=None, num_segments=1):
@@ -80,7 +80,7 @@ def masked_segment_mean(x, mask=None, num_segments=1):
         x = zero_masked(x, mask)
     total = ops.matmul(ops.transpose(members), x)
     count = ops.expand_dims(ops.matmul(valid, members), -1)
-    return total / ops.maximum(count, ops.cast(1.0, x.dtype))
+    return total / ops.maximum(count, 1.0)
 
 
 def masked_softmax(logits, valid, axis=-1):

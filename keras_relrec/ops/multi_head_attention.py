@@ -33,7 +33,8 @@ def scaled_dot_product_attention(query, key, value, mask=None, scale=None, bias=
             queries, keys), true where a query may attend to a key; a
             masked key gets exactly no weight, and a query with no key to
             attend to gets zeros (see `masked_softmax`).
-        scale: Multiplies the queries before the product; default d_k^-½.
+        scale: A Python number that multiplies the queries before the
+            product; default d_k^-½.
         bias: Optional logits added after the scaling, broadcastable to
             (batch, heads, queries, keys): Transformer-XL's position term.
         dropout: Optional function applied to A before A v (attention
@@ -46,7 +47,9 @@ def scaled_dot_product_attention(query, key, value, mask=None, scale=None, bias=
     """
     if scale is None:
         scale = query.shape[-1] ** -0.5
-    logits = ops.matmul(query * ops.cast(scale, query.dtype), ops.swapaxes(key, -1, -2))
+    # The Python number multiplies as it is: it takes the query's dtype, not
+    # float32's rounding first.
+    logits = ops.matmul(query * scale, ops.swapaxes(key, -1, -2))
     if bias is not None:
         logits = logits + bias
     weights = ops.softmax(logits, axis=-1) if mask is None else masked_softmax(logits, mask, axis=-1)

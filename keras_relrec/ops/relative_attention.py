@@ -9,6 +9,7 @@ is M + i − j; the key is in the future when that is negative.
 from keras import ops
 
 from keras_relrec.ops.shapes import axis_size
+from keras_relrec.utils.dtypes import at_least_float32
 
 
 def relative_position_encoding(key_length, width, clamp_len=None, dtype="float32"):
@@ -27,10 +28,13 @@ def relative_position_encoding(key_length, width, clamp_len=None, dtype="float32
     Returns:
         (key_length, width) tensor.
     """
-    distances = ops.arange(key_length - 1, -1, -1, dtype="float32")
+    # In the result's dtype, float32 at least: a float64 layer gets float64
+    # sinusoids (not float32 ones cast up), a float16 one float32's angles.
+    compute = at_least_float32(dtype)
+    distances = ops.arange(key_length - 1, -1, -1, dtype=compute)
     if clamp_len is not None:
         distances = ops.minimum(distances, float(clamp_len))
-    frequencies = 1.0 / (10000.0 ** (ops.arange(0, width, 2, dtype="float32") / width))
+    frequencies = 1.0 / (10000.0 ** (ops.arange(0, width, 2, dtype=compute) / width))
     angles = distances[:, None] * frequencies[None, :]
     return ops.cast(ops.concatenate([ops.sin(angles), ops.cos(angles)], axis=-1), dtype)
 

@@ -3,6 +3,7 @@
 import zlib
 
 import keras
+from keras import ops
 
 
 def clone_initializer(initializer, salt):
@@ -36,3 +37,12 @@ def dense(units, name, kernel_initializer, bias_initializer, dtype, **kwargs):
         name=name,
         **kwargs,
     )
+
+
+class Constant(keras.initializers.Constant):
+    """Keras' `Constant`, made in the weight's dtype: Keras' own casts the
+    Python number, which TensorFlow makes a float32 tensor first, so a
+    float64 weight would start at float32's rounding of it."""
+
+    def __call__(self, shape, dtype=None):
+        return ops.full(shape, self.value, dtype=keras.backend.standardize_dtype(dtype))

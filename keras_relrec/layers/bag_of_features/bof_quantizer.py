@@ -11,6 +11,7 @@ from keras_relrec.ops import zero_masked
 from keras_relrec.ops.codeword_similarity import DISTANCES
 from keras_relrec.utils import validation
 from keras_relrec.utils.dtypes import at_least_float32
+from keras_relrec.utils.initializers import Constant
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
@@ -175,7 +176,7 @@ class BoFQuantizer(keras.layers.Layer):
         self.scales = self.add_weight(
             name="scales",
             shape=(self.num_codewords, features if self.scale == "per_dimension" else 1),
-            initializer=keras.initializers.Constant(self.initial_scale),
+            initializer=Constant(self.initial_scale),
             regularizer=self.scale_regularizer,
             constraint=self.scale_constraint,
             autocast=False,

@@ -182,20 +182,22 @@ class LocalFeatures(keras.layers.Layer):
         self.input_spec = validation.sequence_input_spec(self, input_shape)
         features = input_shape[-1]
         if self.mode == "kernels":
-            taps = np.full((TAPS, KERNELS), -1.0, "float32")
+            taps = np.full((TAPS, KERNELS), -1.0)
             for m, chosen in enumerate(itertools.combinations(range(TAPS), 3)):
                 taps[list(chosen), m] = 2.0
             # Each feature on its own: a block-diagonal kernel.
-            kernel = np.zeros((TAPS, features, features * KERNELS), "float32")
+            kernel = np.zeros((TAPS, features, features * KERNELS))
             for c in range(features):
                 kernel[:, c, KERNELS * c : KERNELS * (c + 1)] = taps
-            self._fixed_kernel = ops.convert_to_tensor(kernel)
+            # The fixed kernels in the compute dtype, as the learned one is
+            # cast (their -1, 0 and 2 are exact in any).
+            self._fixed_kernel = ops.convert_to_tensor(kernel, dtype=self.compute_dtype)
             return
         if self.mode == "window":
             # The windows are a convolution with a fixed one-hot kernel:
             # output feature k·D + d is x_{t−w+1+k}, feature d.
             self._fixed_kernel = ops.reshape(
-                ops.eye(self.window_size * features),
+                ops.eye(self.window_size * features, dtype=self.compute_dtype),
                 (self.window_size, features, self.window_size * features),
             )
             return
@@ -229,10 +231,7 @@ class LocalFeatures(keras.layers.Layer):
         # One step more on the right keeps an empty sequence convolvable;
         # the extra window is cut off.
         padded = ops.pad(inputs, ((0, 0), (self.window_size - self.strides, self.strides), (0, 0)))
-        if self.mode == "window":
-            kernel = ops.cast(self._fixed_kernel, self.compute_dtype)
-        else:
-            kernel = ops.cast(self.kernel, self.compute_dtype)
+        kernel = self._fixed_kernel if self.mode == "window" else ops.cast(self.kernel, self.compute_dtype)
         outputs = ops.conv(padded, kernel, strides=self.strides, padding="valid")
         # The reshape restores the width, which TensorFlow's convolution of
         # an empty batch does not give.
@@ -248,7 +247,7 @@ class LocalFeatures(keras.layers.Layer):
         # over 8·d zeros and the sequence; every s-th is kept (TensorFlow
         # has no strided dilated convolution). The s zeros on the right
         # give the last block its end and an empty sequence a window.
-        kernel = ops.cast(self._fixed_kernel, self.compute_dtype)
+        kernel = self._fixed_kernel
         outputs = []
         for d in self.dilations:
             padded = ops.pad(inputs, ((0, 0), ((TAPS - 1) * d, self.strides), (0, 0)))

@@ -7,6 +7,7 @@ from keras_relrec.layers.bag_of_features.codebook import adapt_codebook
 from keras_relrec.ops import codeword_logits
 from keras_relrec.ops.codeword_similarity import DISTANCES
 from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import Constant
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
@@ -119,7 +120,7 @@ class RecurrentBoFCell(keras.layers.Layer):
         )
         self.scales = self.add_weight(
             name="scales", shape=(k, features),
-            initializer=keras.initializers.Constant(self.initial_scale),
+            initializer=Constant(self.initial_scale),
         )
         # r and z side by side: [W_r | W_z], [U_r | U_z], [b_r | b_z].
         self.kernel = self.add_weight(

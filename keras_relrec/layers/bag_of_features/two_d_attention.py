@@ -8,6 +8,7 @@ from keras_relrec.ops import zero_masked
 from keras_relrec.ops.two_d_attention import two_d_attention
 from keras_relrec.ops.two_d_attention import two_d_attention_weights
 from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import Constant
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
@@ -138,7 +139,7 @@ class TwoDAttention(keras.layers.Layer):
             )
         self.input_spec = keras.layers.InputSpec(ndim=3, axes={self.axis: length})
         if self.rank is None:
-            self.kernel = self._add_kernel("kernel", (length, length), keras.initializers.Constant(1.0 / length))
+            self.kernel = self._add_kernel("kernel", (length, length), Constant(1.0 / length))
         else:
             self.kernel_left = self._add_kernel(
                 "kernel_left", (length, self.rank), keras.initializers.RandomNormal(stddev=length**-0.5)
@@ -147,7 +148,7 @@ class TwoDAttention(keras.layers.Layer):
         self.tau = self.add_weight(
             name="tau",
             shape=(),
-            initializer=keras.initializers.Constant(self.initial_tau),
+            initializer=Constant(self.initial_tau),
             constraint=UnitInterval(),
             trainable=self.trainable_tau,
         )

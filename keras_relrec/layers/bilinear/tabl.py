@@ -8,6 +8,7 @@ from keras_relrec.layers.bilinear.bilinear_layer import BilinearLayer
 from keras_relrec.ops.two_d_attention import two_d_attention
 from keras_relrec.ops.two_d_attention import two_d_attention_weights
 from keras_relrec.utils import validation
+from keras_relrec.utils.initializers import Constant
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
@@ -108,7 +109,7 @@ class TABL(BilinearLayer):
         time, _ = self._time_and_features(input_shape)
         length = time if self.attend_over == "time" else self.units
         initializer = (
-            keras.initializers.Constant(1.0 / length) if self.attention_initializer is None
+            Constant(1.0 / length) if self.attention_initializer is None
             else clone_initializer(self.attention_initializer, "attention_kernel")
         )
         self.attention_kernel = self.add_weight(
@@ -116,7 +117,7 @@ class TABL(BilinearLayer):
             regularizer=self.attention_regularizer, constraint=self.attention_constraint,
         )
         self.lambda_ = self.add_weight(
-            name="lambda", shape=(), initializer=keras.initializers.Constant(self.initial_lambda),
+            name="lambda", shape=(), initializer=Constant(self.initial_lambda),
             constraint=UnitInterval(),
         )
 

@@ -14,6 +14,7 @@ from keras_relrec.layers.relation_transformer.pairwise_relation import relation_
 from keras_relrec.layers.relation_transformer.pairwise_relation import softmax_over_pairs
 from keras_relrec.layers.relation_transformer.pairwise_relation import valid_pairs
 from keras_relrec.utils import validation
+from keras_relrec.utils.dtypes import at_least_float32
 from keras_relrec.utils.registration import register_layer
 
 
@@ -48,8 +49,8 @@ class RegionalRelation(keras.layers.Layer):
 
     Masking: a padded position is also masked out of every softmax, and
     its rows and columns are zeros. C_r counts the pairs the region map
-    defines, padded or not (in float32: under float16 the count would
-    overflow at 256 × 256 pairs). Under float16 the entries themselves,
+    defines, padded or not (in float32 at least: under float16 the count
+    would overflow at 256 × 256 pairs). Under float16 the entries themselves,
     about sqrt(d_B') / (Σ R · |B'_k|), fall below float16's normal range
     (6e-5) for long sequences and lose precision; bfloat16 keeps float32's
     range.
@@ -117,9 +118,10 @@ class RegionalRelation(keras.layers.Layer):
         padding = valid_pairs(mask_a, mask_b, a, b)
         if padding is not None:
             valid = ops.logical_and(valid, ops.expand_dims(padding, 1))
-        # Counted in float32: K·n·m passes float16's largest number (65,504)
-        # at 256 × 256 pairs.
-        count = ops.sum(ops.cast(pairs, "float32"))
+        # Counted in float32 at least: K·n·m passes float16's largest number
+        # (65,504) at 256 × 256 pairs. sqrt(d) / C_r in that dtype too (a
+        # float64 layer's, not float32's rounding of it).
+        count = ops.sum(ops.cast(pairs, at_least_float32(self.compute_dtype)))
         relation = self.relation(a, b)
         # Broadcast, not repeated: TFLite Micro has BROADCAST_TO but no TILE.
         batch, n, m = ops.shape(relation)

@@ -10,6 +10,7 @@ from keras_relrec.layers.transformer_xl.segment_summary import SegmentSummary
 from keras_relrec.ops import masked_softmax
 from keras_relrec.ops.relative_attention import update_memory
 from keras_relrec.utils import validation
+from keras_relrec.utils.dtypes import at_least_float32
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
 
@@ -269,9 +270,10 @@ class SegmentCacheTransformer(SegmentRecurrence):
         alpha = masked_softmax(logits, filled)
         ranked = ops.stop_gradient(logits)
         if training and self.explore_recall:
-            # Gumbel-top-k: k slots drawn from α without replacement.
+            # Gumbel-top-k: k slots drawn from α without replacement. The
+            # noise in float32 at least (1e-6 is below float16's normal range).
             uniform = keras.random.uniform(ops.shape(ranked), minval=1e-6, maxval=1.0 - 1e-6,
-                                           dtype="float32", seed=self.recall_seed_generator)
+                                           dtype=at_least_float32(ranked.dtype), seed=self.recall_seed_generator)
             ranked = ranked - ops.cast(ops.log(-ops.log(uniform)), ranked.dtype)
         ranked = ops.where(filled, ranked, ops.full_like(ranked, float("-inf")))
         _, indices = ops.top_k(ranked, self.top_k)

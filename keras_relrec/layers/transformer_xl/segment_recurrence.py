@@ -225,8 +225,8 @@ class SegmentRecurrence(keras.layers.Layer):
         if self.embedding is None:
             hidden = ops.cast(inputs, self.compute_dtype)
         else:
-            hidden = self.embedding(ops.cast(inputs, "int32")) * ops.cast(math.sqrt(self.hidden_dim),
-                                                                          self.compute_dtype)
+            # sqrt(d) as a Python number: it takes the embedding's dtype.
+            hidden = self.embedding(ops.cast(inputs, "int32")) * math.sqrt(self.hidden_dim)
         return self.embedding_dropout(hidden, training=training)
 
     def _segment(self, hidden, mask, states, training):

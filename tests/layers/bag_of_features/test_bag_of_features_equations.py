@@ -1,7 +1,8 @@
 """The neural bag-of-features layers against NumPy float64 computations of
-their equations: quantizer memberships and histograms, 2-D attention, the
-recurrent cell, local features; the quantizer at zero distance and for
-large inputs; the k-means codebook."""
+their equations, in float32 and under the float64 policy (tests/layers/
+float64.py): quantizer memberships and histograms, 2-D attention, the
+recurrent cell, local features, segment means; the quantizer at zero
+distance and for large inputs; the k-means codebook."""
 
 import itertools
 import re
@@ -38,40 +39,71 @@ def memberships(x, codebook, scales, distance, epsilon=1e-12):
     return softmax(-d)
 
 
-def random_quantizer(rng, k, d, **kwargs):
+def random_quantizer(rng, k, d, dtype="float32", **kwargs):
     layer = BoFQuantizer(k, **kwargs)
     layer.build((None, None, d))
     codebook = rng.normal(size=(k, d))
     scales = rng.uniform(0.3, 2.0, size=layer.scales.shape)
-    layer.set_weights([codebook.astype("float32"), scales.astype("float32")])
+    layer.set_weights([codebook.astype(dtype), scales.astype(dtype)])
     return layer, codebook, scales
 
 
 @pytest.mark.parametrize("scale", ["per_dimension", "per_codeword"])
 @pytest.mark.parametrize("distance", ["l2", "squared_l2"])
-def test_memberships_and_histogram(scale, distance):
+def test_memberships_and_histogram(scale, distance, precision):
     rng = np.random.default_rng(1)
-    layer, codebook, scales = random_quantizer(rng, 6, 4, scale=scale, distance=distance)
+    layer, codebook, scales = random_quantizer(rng, 6, 4, precision.dtype, scale=scale, distance=distance)
     x = rng.normal(size=(3, 7, 4))
     expected = memberships(x, codebook, scales, distance)
-    np.testing.assert_allclose(layer(x.astype("float32")), expected, atol=ATOL)
+    precision.assert_close(layer(precision.array(x)), expected, atol=ATOL)
 
     layer.output_mode = "histogram"
     mask = np.ones((3, 7), bool)
     mask[0, 4:] = False
     mask[2, 0] = False
     histogram = np.stack([expected[b][mask[b]].mean(0) for b in range(3)])
-    np.testing.assert_allclose(layer(x.astype("float32"), mask=mask), histogram, atol=ATOL)
+    precision.assert_close(layer(precision.array(x), mask=mask), histogram, atol=ATOL)
 
 
-def test_feature_maps():
+def test_feature_maps(precision):
     rng = np.random.default_rng(2)
-    layer, codebook, scales = random_quantizer(rng, 5, 3)
+    layer, codebook, scales = random_quantizer(rng, 5, 3, precision.dtype)
     x = rng.normal(size=(2, 4, 6, 3))
     expected = memberships(x, codebook, scales, "l2")
-    np.testing.assert_allclose(layer(x.astype("float32")), expected, atol=ATOL)
+    precision.assert_close(layer(precision.array(x)), expected, atol=ATOL)
     layer.output_mode = "histogram"
-    np.testing.assert_allclose(layer(x.astype("float32")), expected.mean((1, 2)), atol=ATOL)
+    precision.assert_close(layer(precision.array(x)), expected.mean((1, 2)), atol=ATOL)
+
+
+@pytest.mark.parametrize("precision", ["float64"], indirect=True)
+def test_inputs_on_the_codewords_in_float64(precision):
+    """Every input exactly on a codeword, where ‖x‖² − 2 x·v + ‖v‖² leaves a
+    rounding that the square root's slope at ε magnifies (float32 is
+    documented to be inexact there): float64 keeps float64's precision.
+    One scale per codeword, a codebook where that rounding shows."""
+    rng = np.random.default_rng(5)
+    layer = BoFQuantizer(6, scale="per_codeword")
+    layer.build((None, None, 8))
+    codebook = 3.0 * rng.normal(size=(6, 8))
+    scales = rng.uniform(0.3, 2.0, size=layer.scales.shape)
+    layer.set_weights([codebook, scales])
+    x = np.stack([codebook, codebook[::-1]])
+    precision.assert_close(layer(x), memberships(x, codebook, scales, "l2"), atol=ATOL)
+
+
+@pytest.mark.parametrize("precision", ["float64"], indirect=True)
+def test_initial_constants_in_float64(precision):
+    """The documented starting values are made in the weight's dtype, not
+    float32's rounding of them cast up."""
+    attention = TwoDAttention(axis=1, initial_tau=0.3)
+    attention.build((None, 7, 2))
+    quantizer = BoFQuantizer(2, initial_scale=0.3)
+    quantizer.build((None, None, 2))
+    cell = RecurrentBoFCell(2, initial_scale=0.3)
+    cell.build((None, 2))
+    for weight, value in [(attention.kernel, 1 / 7), (attention.tau, 0.3), (quantizer.scales, 0.3),
+                          (cell.scales, 0.3)]:
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(weight), np.full(weight.shape, value))
 
 
 def test_finite_gradients_at_zero_distance():
@@ -171,7 +203,7 @@ def two_d_attention(s, kernel, tau, axis, mask=None):
 
 
 @pytest.mark.parametrize("axis", [1, 2])
-def test_two_d_attention(axis):
+def test_two_d_attention(axis, precision):
     rng = np.random.default_rng(6)
     s = rng.normal(size=(3, 5, 4))
     layer = TwoDAttention(axis=axis)
@@ -179,9 +211,9 @@ def test_two_d_attention(axis):
     length = s.shape[axis]
     # A large diagonal that the layer must overwrite with 1/L.
     kernel = rng.normal(size=(length, length)) + 50.0 * np.eye(length)
-    layer.set_weights([kernel.astype("float32"), np.float32(0.3)])
+    layer.set_weights([precision.array(kernel), precision.array(0.3)])
     expected = two_d_attention(s, kernel, 0.3, axis)
-    np.testing.assert_allclose(layer(s.astype("float32")), expected, atol=ATOL)
+    precision.assert_close(layer(precision.array(s)), expected, atol=ATOL)
 
 
 def test_two_d_attention_over_masked_steps():
@@ -203,7 +235,7 @@ def test_two_d_attention_over_masked_steps():
 
 
 @pytest.mark.parametrize("axis", [1, 2])
-def test_low_rank_two_d_attention(axis):
+def test_low_rank_two_d_attention(axis, precision):
     """rank=r: the same equations with W = 1/L + U Vᵀ formed in full here,
     behind a mask over the steps."""
     rng = np.random.default_rng(16)
@@ -214,11 +246,11 @@ def test_low_rank_two_d_attention(axis):
     layer = TwoDAttention(axis=axis, rank=2)
     layer.build(s.shape)
     left, right = rng.normal(size=(length, 2)), rng.normal(size=(length, 2))
-    layer.set_weights([left.astype("float32"), right.astype("float32"), np.float32(0.6)])
+    layer.set_weights([precision.array(left), precision.array(right), precision.array(0.6)])
     kernel = 1.0 / length + left @ right.T
     expected = two_d_attention(s, kernel, 0.6, axis, mask if axis == 1 else None)
-    got = np.asarray(layer(s.astype("float32"), mask=mask))
-    np.testing.assert_allclose(got[mask], expected[mask], atol=ATOL)
+    got = layer(precision.array(s), mask=mask)
+    precision.assert_close(keras.ops.convert_to_numpy(got)[mask], expected[mask], atol=ATOL)
 
 
 def test_low_rank_attention_starts_uniform_with_few_weights():
@@ -254,7 +286,7 @@ def local_features(x, mode, window, strides, kernel=None, bias=None, mask=None):
 
 @pytest.mark.parametrize(("mode", "window", "strides"), [("window", 3, 1), ("window", 4, 3), ("conv", 5, 1),
                                                          ("conv", 4, 2)])
-def test_local_features(mode, window, strides):
+def test_local_features(mode, window, strides, precision):
     rng = np.random.default_rng(18)
     x = rng.normal(size=(3, 11, 2))
     mask = np.ones((3, 11), bool)
@@ -265,10 +297,9 @@ def test_local_features(mode, window, strides):
     kernel = bias = None
     if mode == "conv":
         kernel, bias = rng.normal(size=(window, 2, 32)), rng.normal(size=32)
-        layer.set_weights([kernel.astype("float32"), bias.astype("float32")])
+        layer.set_weights([precision.array(kernel), precision.array(bias)])
     expected = local_features(x, mode, window, strides, kernel, bias, mask)
-    got = np.asarray(layer(x.astype("float32"), mask=mask))
-    np.testing.assert_allclose(got, expected, atol=ATOL)
+    precision.assert_close(layer(precision.array(x), mask=mask), expected, atol=ATOL)
     # Output j is valid where a step of its block is.
     blocks = np.pad(mask, ((0, 0), (0, -11 % strides))).reshape(3, -1, strides)
     np.testing.assert_array_equal(np.asarray(layer.compute_mask(x, mask)), blocks.any(-1))
@@ -296,15 +327,15 @@ def minirocket_responses(x, window, strides, mask, dilations=None):
 
 
 @pytest.mark.parametrize(("window", "strides"), [(9, 1), (20, 3)])
-def test_local_features_minirocket_kernels(window, strides):
+def test_local_features_minirocket_kernels(window, strides, precision):
     rng = np.random.default_rng(19)
     x = rng.normal(size=(3, 23, 2))
     mask = np.ones((3, 23), bool)
     mask[0, 17:] = False
     mask[1, 4] = False
     layer = LocalFeatures(mode="kernels", window_size=window, strides=strides)
-    got = np.asarray(layer(x.astype("float32"), mask=mask))
-    np.testing.assert_allclose(got, minirocket_responses(x, window, strides, mask), atol=1e-4)
+    got = layer(precision.array(x), mask=mask)
+    precision.assert_close(got, minirocket_responses(x, window, strides, mask), atol=1e-4)
     assert layer.count_params() == 0 and got.shape[-1] == 84 * 2 * (1 if window < 17 else 2)
     with pytest.raises(ValueError, match=r"`window_size` must be at least 9.*window_size=8"):
         LocalFeatures(mode="kernels", window_size=8)
@@ -356,19 +387,19 @@ def recurrent_bof(x, s0, codebook, scales, kernel, recurrent, bias, quantizer):
     return np.stack(outputs, 1)
 
 
-def test_recurrent_bof_cell():
+def test_recurrent_bof_cell(precision):
     rng = np.random.default_rng(9)
     b, t, d, k = 3, 6, 4, 5
     cell = RecurrentBoFCell(k)
     rnn = keras.layers.RNN(cell, return_sequences=True)
     x = rng.normal(size=(b, t, d))
     s0 = rng.dirichlet(np.ones(k), size=b)
-    rnn(x.astype("float32"), initial_state=[s0.astype("float32")])
+    rnn(precision.array(x), initial_state=[precision.array(s0)])
     weights = [rng.uniform(-0.8, 0.8, w.shape) for w in cell.get_weights()]
     weights[1] = np.abs(weights[1]) + 0.2  # scales
-    cell.set_weights([w.astype("float32") for w in weights])
-    got = rnn(x.astype("float32"), initial_state=[s0.astype("float32")])
-    np.testing.assert_allclose(got, recurrent_bof(x, s0, *weights), atol=ATOL)
+    cell.set_weights([precision.array(w) for w in weights])
+    got = rnn(precision.array(x), initial_state=[precision.array(s0)])
+    precision.assert_close(got, recurrent_bof(x, s0, *weights), atol=ATOL)
 
 
 def test_recurrent_bof_adapt_and_sequence_histogram():
@@ -478,19 +509,19 @@ def segment_histograms(phi, mask, num_segments):
 
 
 @pytest.mark.parametrize("steps, num_segments", [(7, 3), (12, 4), (5, 5), (9, 1)])
-def test_segment_histograms(steps, num_segments):
+def test_segment_histograms(steps, num_segments, precision):
     rng = np.random.default_rng(15)
-    layer, codebook, scales = random_quantizer(rng, 4, 3, output_mode="segment_histograms",
+    layer, codebook, scales = random_quantizer(rng, 4, 3, precision.dtype, output_mode="segment_histograms",
                                                num_segments=num_segments)
     x = rng.normal(size=(3, steps, 3))
     mask = np.ones((3, steps), bool)
     mask[0, -3:] = False  # padding: sample 0's last segment is empty where it has 3 steps or fewer
     mask[1, ::2] = False
     phi = memberships(x, codebook, scales, "l2")
-    got = np.asarray(layer(x.astype("float32"), mask=mask))
-    np.testing.assert_allclose(got, segment_histograms(phi, mask, num_segments), atol=ATOL)
-    np.testing.assert_allclose(layer(x.astype("float32")),
-                               segment_histograms(phi, np.ones_like(mask), num_segments), atol=ATOL)
+    got = layer(precision.array(x), mask=mask)
+    precision.assert_close(got, segment_histograms(phi, mask, num_segments), atol=ATOL)
+    precision.assert_close(layer(precision.array(x)), segment_histograms(phi, np.ones_like(mask), num_segments),
+                           atol=ATOL)
     assert layer.compute_mask(x, mask) is None
 
 
@@ -511,25 +542,34 @@ def test_segment_histograms_refuse_what_they_cannot_segment():
     np.testing.assert_allclose(out[0, [0, 2]].sum(-1), 1.0, atol=ATOL)
 
 
-@pytest.mark.parametrize("steps, num_segments", [(10, 3), (16, 16), (12, 4)])
-def test_segment_mean(steps, num_segments):
-    """The means of the features over the segments of the histograms, valid
-    steps only; in float32 under mixed precision."""
-    rng = np.random.default_rng(16)
+def segment_mean_input(steps, seed=16):
+    """(3, steps, 2) values near 5 ± 10, NaN at the masked steps, and the mask."""
+    rng = np.random.default_rng(seed)
     x = rng.normal(size=(3, steps, 2)) * 10 + 5
     mask = np.ones((3, steps), bool)
     mask[0, -4:] = False
     mask[2, 1::3] = False
     x[~mask] = np.nan
-    layer = SegmentMean(num_segments)
-    np.testing.assert_allclose(layer(x.astype("float32"), mask=mask), segment_histograms(x, mask, num_segments),
-                               atol=ATOL)
-    # Under mixed precision, summed in float32: 5 steps near 2e4 would
-    # overflow float16 (65504), their mean does not.
+    return x, mask
+
+
+@pytest.mark.parametrize("steps, num_segments", [(10, 3), (16, 16), (12, 4)])
+def test_segment_mean(steps, num_segments, precision):
+    """The means of the features over the segments of the histograms, valid
+    steps only."""
+    x, mask = segment_mean_input(steps)
+    precision.assert_close(SegmentMean(num_segments)(precision.array(x), mask=mask),
+                           segment_histograms(x, mask, num_segments), atol=ATOL)
+
+
+def test_segment_mean_sums_in_float32_under_mixed_precision():
+    """Under mixed precision, summed in float32: 5 steps near 2e4 would
+    overflow float16 (65504), their mean does not."""
+    x, mask = segment_mean_input(10)
     large = x + 2e4
     half = SegmentMean(2, dtype="mixed_float16")
-    out = half(large[:, :10].astype("float32"), mask=mask[:, :10])
+    out = half(large.astype("float32"), mask=mask)
     assert keras.backend.standardize_dtype(out.dtype) == "float16"
-    np.testing.assert_allclose(out, segment_histograms(large[:, :10], mask[:, :10], 2), rtol=1e-3)
+    np.testing.assert_allclose(out, segment_histograms(large, mask, 2), rtol=1e-3)
     with pytest.raises(ValueError, match=r"num_segments.*at most the number of steps, 2"):
         SegmentMean(3)(keras.Input((2, 4)))

@@ -1,6 +1,7 @@
 """BilinearLayer and TABL against NumPy float64 computations of the paper's
 equations, written per example in the paper's (features × time) layout, and
-checked in both data formats."""
+checked in both data formats, in float32 and under the float64 policy
+(tests/layers/float64.py)."""
 
 import keras
 import numpy as np
@@ -59,27 +60,27 @@ def layout(x, data_format):
     return x if data_format == "channels_first" else np.swapaxes(x, 1, 2)
 
 
-def random_weights(layer, rng):
+def random_weights(layer, rng, dtype="float32"):
     weights = [rng.uniform(-0.8, 0.8, w.shape) for w in layer.get_weights()]
-    layer.set_weights([w.astype("float32") for w in weights])
+    layer.set_weights([w.astype(dtype) for w in weights])
     return weights
 
 
 @pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
-def test_bilinear_layer(data_format):
+def test_bilinear_layer(data_format, precision):
     x = paper_input()
     layer = BilinearLayer(UNITS, STEPS, data_format=data_format)
     layer.build(layout(x, data_format).shape)
-    w1, w2, b = random_weights(layer, np.random.default_rng(1))
+    w1, w2, b = random_weights(layer, np.random.default_rng(1), precision.dtype)
     expected = np.maximum(bilinear(x, w1, w2, b), 0.0)
     layer.activation = keras.activations.relu
-    got = layer(layout(x, data_format).astype("float32"))
-    np.testing.assert_allclose(got, layout(expected, data_format), atol=ATOL)
+    got = layer(precision.array(layout(x, data_format)))
+    precision.assert_close(got, layout(expected, data_format), atol=ATOL)
 
 
 @pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
 @pytest.mark.parametrize("attend_over", ["time", "features"])
-def test_tabl(data_format, attend_over):
+def test_tabl(data_format, attend_over, precision):
     x = paper_input(2)
     layer = TABL(UNITS, STEPS, attend_over=attend_over, data_format=data_format)
     layer.build(layout(x, data_format).shape)
@@ -87,12 +88,21 @@ def test_tabl(data_format, attend_over):
     w1, w2, b, w, _ = random_weights(layer, rng)
     # A diagonal far from 1/L, which the layer must overwrite.
     w = w + 40.0 * np.eye(w.shape[0])
-    layer.set_weights([v.astype("float32") for v in (w1, w2, b, w, np.float32(0.3))])
+    layer.set_weights([precision.array(v) for v in (w1, w2, b, w, 0.3)])
     expected, attention = tabl(x, w1, w, w2, b, 0.3, attend_over)
-    inputs = layout(x, data_format).astype("float32")
-    np.testing.assert_allclose(layer(inputs), layout(expected, data_format), atol=ATOL)
-    np.testing.assert_allclose(layer.attention_weights(inputs), layout(attention, data_format),
-                               atol=ATOL)
+    inputs = precision.array(layout(x, data_format))
+    precision.assert_close(layer(inputs), layout(expected, data_format), atol=ATOL)
+    precision.assert_close(layer.attention_weights(inputs), layout(attention, data_format), atol=ATOL)
+
+
+@pytest.mark.parametrize("precision", ["float64"], indirect=True)
+def test_initial_constants_in_float64(precision):
+    """W starts at 1/L and λ at its initial value in the weight's dtype, not
+    float32's rounding of them cast up."""
+    layer = TABL(UNITS, STEPS, initial_lambda=0.3)
+    layer.build((None, 7, D))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer.attention_kernel), np.full((7, 7), 1 / 7))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer.lambda_), 0.3)
 
 
 @pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])

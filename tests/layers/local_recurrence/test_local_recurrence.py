@@ -1,7 +1,8 @@
 """LocalRecurrence against a float64 NumPy computation that loops over the
 windows one by one, as R-Transformer's LocalRNN defines them (M − 1 zeros on
 the left, every window from the zero state, the last step kept), and its
-masking, chunking, stateful and streaming behaviour."""
+masking, chunking, stateful and streaming behaviour. The equations hold in
+float32 and under the float64 policy (tests/layers/float64.py)."""
 
 import keras
 import numpy as np
@@ -80,13 +81,13 @@ def make(kind, window, **kwargs):
 
 @pytest.mark.parametrize("kind", list(CELLS))
 @pytest.mark.parametrize("window", [1, 3, 6])
-def test_matches_an_explicit_loop_over_windows(kind, window):
-    x = np.random.default_rng(0).normal(size=(3, 8, 4)).astype("float32")
+def test_matches_an_explicit_loop_over_windows(kind, window, precision):
+    x = precision.array(np.random.default_rng(0).normal(size=(3, 8, 4)))
     layer, step, states = make(kind, window)
     got = layer(x)
     weights = layer.cell.get_weights()
     want = local_recurrence_np(lambda xk, s: step(weights, xk, s), 5, x, window, states)
-    np.testing.assert_allclose(got, want, atol=ATOL)
+    precision.assert_close(got, want, atol=ATOL)
 
 
 def test_a_window_longer_than_the_sequence_sees_zeros_before_it():
@@ -102,10 +103,10 @@ def test_a_window_longer_than_the_sequence_sees_zeros_before_it():
     assert np.abs(np.asarray(shorter) - want).max() > 1e-3
 
 
-def test_the_seed_equations_1_and_2():
+def test_the_seed_equations_1_and_2(precision):
     """h_t = σ_h(U A_t + V h_{t−1} + b) over each window, then
     A'_t = σ(W h_t + b'): a SimpleRNNCell in the wrapper, then a Dense."""
-    x = np.random.default_rng(2).normal(size=(2, 6, 4)).astype("float32")
+    x = precision.array(np.random.default_rng(2).normal(size=(2, 6, 4)))
     local = LocalRecurrence(keras.layers.SimpleRNNCell(5, activation="tanh", bias_initializer="random_normal"), 3)
     project = keras.layers.Dense(5, activation="sigmoid", bias_initializer="random_normal")
     got = project(local(x))
@@ -116,27 +117,27 @@ def test_the_seed_equations_1_and_2():
         h = np.zeros((2, 5))
         for k in range(3):
             h = np.tanh(padded[:, t + k] @ u + h @ v + b)
-        np.testing.assert_allclose(got[:, t], sigmoid(h @ w + b_out), atol=ATOL)
+        precision.assert_close(got[:, t], sigmoid(h @ w + b_out), atol=ATOL)
 
 
-def test_masked_steps_are_as_if_absent():
+def test_masked_steps_are_as_if_absent(precision):
     """Padding before, inside and after: the valid steps give what the
     sequence without padding gives, the padded ones zeros, and what the
     padding holds (NaN included) changes nothing."""
     rng = np.random.default_rng(3)
-    x = rng.normal(size=(3, 9, 4)).astype("float32")
+    x = precision.array(rng.normal(size=(3, 9, 4)))
     mask = np.ones((3, 9), bool)
     mask[0, :3] = False
     mask[1, 4] = mask[1, 6] = False
     mask[2, -2:] = False
     x[~mask] = np.nan
     layer, step, states = make("lstm", 3)
-    got = np.asarray(layer(x, mask=mask))
+    got = keras.ops.convert_to_numpy(layer(x, mask=mask))
     weights = layer.cell.get_weights()
     for row in range(3):
         kept = x[row : row + 1, mask[row]]
         want = local_recurrence_np(lambda xk, s: step(weights, xk, s), 5, kept, 3, states)
-        np.testing.assert_allclose(got[row, mask[row]], want[0], atol=ATOL)
+        precision.assert_close(got[row, mask[row]], want[0], atol=ATOL)
     np.testing.assert_array_equal(got[~mask], 0.0)
     np.testing.assert_array_equal(layer.compute_mask(x, mask), mask)
 

@@ -1,7 +1,8 @@
 """RTransformerBlock against the public R-Transformer code (PyTorch), through
 the committed golden arrays of `tests/goldens/make_r_transformer_goldens.py`
 (float64), loaded with `keras_relrec.migrate.load_r_transformer_block`;
-and the block's equations against a float64 NumPy computation. Where torch
+and the block's equations against a float64 NumPy computation (in float32
+and under the float64 policy, tests/layers/float64.py). Where torch
 and a checkout of the reference are at hand (R_TRANSFORMER=<checkout>,
 REFERENCE_PYTHON=<a python with torch>), the script runs again and must give
 the committed arrays."""
@@ -83,21 +84,21 @@ def softmax_np(z):
     return np.exp(z) / np.exp(z).sum(-1, keepdims=True)
 
 
-def test_the_block_equations_with_padding():
+def test_the_block_equations_with_padding(precision):
     """The docstring's equations in float64 NumPy on a batch whose second
     row is padded before and after: the padded steps are dropped from the
     sequence the equations see, and come out as zeros."""
     rng = np.random.default_rng(0)
     d, heads, window = 6, 2, 3
     block = RTransformerBlock(heads, window, intermediate_dim=10, bias_initializer="random_normal")
-    x = rng.normal(size=(2, 7, d)).astype("float32")
+    x = precision.array(rng.normal(size=(2, 7, d)))
     mask = np.ones((2, 7), bool)
     mask[1, :2] = mask[1, -1] = False
     block(x)
     for w in block.weights:  # norms away from 1 and 0
         if w.path.endswith(("gamma", "beta")):
             w.assign(rng.normal(size=w.shape) * 0.3 + (1.0 if w.path.endswith("gamma") else 0.0))
-    got = np.asarray(block(x, mask=mask))
+    got = keras.ops.convert_to_numpy(block(x, mask=mask))
     weights = {w.path.split("/", 1)[1]: np.asarray(w, "float64") for w in block.weights}
 
     def dense(h, name):
@@ -120,7 +121,7 @@ def test_the_block_equations_with_padding():
         h = h + dense(attended, "attention_output")
         inner = np.maximum(dense(norm(h, "feed_forward_norm"), "feed_forward_inner"), 0)
         h = h + dense(inner, "feed_forward_output")
-        np.testing.assert_allclose(got[row, mask[row]], h[0], atol=ATOL)
+        precision.assert_close(got[row, mask[row]], h[0], atol=ATOL)
     np.testing.assert_array_equal(got[~mask], 0.0)
 
 

@@ -1,5 +1,6 @@
 """The LSTM-family cells against NumPy float64 computations of their papers'
-equations, with non-zero initial states."""
+equations, with non-zero initial states, in float32 and under the float64
+policy (tests/layers/float64.py)."""
 
 import keras
 import numpy as np
@@ -17,10 +18,10 @@ def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def randomize(layer, rng):
+def randomize(layer, rng, dtype="float32"):
     """Random values for every weight (peepholes and biases included)."""
     layer.set_weights(
-        [rng.uniform(-0.8, 0.8, w.shape).astype("float32") for w in layer.get_weights()]
+        [rng.uniform(-0.8, 0.8, w.shape).astype(dtype) for w in layer.get_weights()]
     )
     return [w.astype("float64") for w in layer.get_weights()]
 
@@ -86,17 +87,17 @@ def data():
     ],
     ids=["peephole", "coupled", "coupled_peepholes"],
 )
-def test_cell_matches_equations(data, make_cell, reference):
-    rng, x, h0, c0 = data
+def test_cell_matches_equations(data, make_cell, reference, precision):
+    rng, x, h0, c0 = (data[0], *map(precision.array, data[1:]))
     cell = make_cell()
     rnn = run_rnn(cell, x, h0, c0)
-    weights = randomize(cell, rng)
+    weights = randomize(cell, rng, precision.dtype)
     got = rnn(x, initial_state=[h0, c0])
     want = reference(
         x.astype("float64"), h0.astype("float64"), c0.astype("float64"), *weights
     )
     for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, atol=ATOL)
+        precision.assert_close(g, w, atol=ATOL)
 
 
 def test_peephole_lstm_output_gate_sees_new_cell_state(data):
@@ -235,7 +236,7 @@ def conv_lstm_reference(x, h, c, Wx, Wh, b=0.0, p_i=0.0, p_f=0.0, p_o=0.0, strid
     ],
     ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()),
 )
-def test_peephole_conv_lstm_matches_equations(config):
+def test_peephole_conv_lstm_matches_equations(config, precision):
     rng = np.random.default_rng(3)
     stride = config.get("strides", 1)
     x = rng.normal(size=(2, 4, 7, 6, 2))
@@ -246,10 +247,10 @@ def test_peephole_conv_lstm_matches_equations(config):
     h0 = rng.normal(scale=0.5, size=(2,) + state_shape)
     c0 = rng.normal(scale=0.5, size=(2,) + state_shape)
     layer = PeepholeConvLSTM2D(3, 3, return_sequences=True, return_state=True, **config)
-    x_layer = to_layer(x).astype("float32")
-    layer(x_layer, initial_state=[h0.astype("float32"), c0.astype("float32")])
-    weights = randomize(layer, rng)
-    got = layer(x_layer, initial_state=[h0.astype("float32"), c0.astype("float32")])
+    x_layer = precision.array(to_layer(x))
+    layer(x_layer, initial_state=[precision.array(h0), precision.array(c0)])
+    weights = randomize(layer, rng, precision.dtype)
+    got = layer(x_layer, initial_state=[precision.array(h0), precision.array(c0)])
 
     # The reference works channels-last: move states and peepholes there.
     to_last = (lambda a: np.moveaxis(a, -3, -1)) if first else (lambda a: a)
@@ -261,7 +262,7 @@ def test_peephole_conv_lstm_matches_equations(config):
         padding=config["padding"],
     )
     for g, w in zip(got, want):
-        np.testing.assert_allclose(to_last(np.asarray(g)), w, atol=ATOL)
+        precision.assert_close(to_last(keras.ops.convert_to_numpy(g)), w, atol=ATOL)
 
 
 def test_peephole_conv_lstm_without_peepholes_is_keras_conv_lstm2d():

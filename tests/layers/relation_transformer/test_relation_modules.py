@@ -1,5 +1,6 @@
 """GlobalRelation and RegionalRelation against seed 000's eqs. (3)–(9) in
-float64 NumPy, with masks and a region map that is not the default."""
+float64 NumPy, with masks and a region map that is not the default; the
+layers run under the float64 policy (tests/layers/float64.py)."""
 
 import keras
 import numpy as np
@@ -41,18 +42,19 @@ def noisy(x, mask):
 
 
 @pytest.mark.parametrize("form", FORMS)
-def test_global_maps_match_the_equations(form):
+@pytest.mark.parametrize("precision", ["float64"], indirect=True)
+def test_global_maps_match_the_equations(form, precision):
     a, b = pair()
     mask_a, mask_b = masks(a, b)
-    layer = GlobalRelation(6, pairwise=form, dtype="float64")
+    layer = GlobalRelation(6, pairwise=form)
     alpha, beta = (np.asarray(m) for m in layer([noisy(a, mask_a), noisy(b, mask_b)], mask=[mask_a, mask_b]))
     w = weights_of(layer)
     for e in range(len(a)):
         want_alpha, want_beta = reference.global_maps(np.where(mask_a[e, :, None], a[e], 0),
                                                       np.where(mask_b[e, :, None], b[e], 0), w, form,
                                                       mask_a[e], mask_b[e])
-        np.testing.assert_allclose(alpha[e], want_alpha, atol=reference.ATOL)
-        np.testing.assert_allclose(beta[e], want_beta, atol=reference.ATOL)
+        precision.assert_close(alpha[e], want_alpha, atol=reference.ATOL)
+        precision.assert_close(beta[e], want_beta, atol=reference.ATOL)
     # α's valid rows and β's valid columns are distributions; padding's are zero.
     np.testing.assert_allclose(alpha[0, :5].sum(-1), 1.0, atol=reference.ATOL)
     np.testing.assert_allclose(beta[1][:, mask_b[1]].sum(0), 1.0, atol=reference.ATOL)
@@ -87,10 +89,11 @@ def test_padding_is_as_if_absent_from_the_global_maps():
 
 
 @pytest.mark.parametrize("form", FORMS)
-def test_regional_maps_match_the_equations(form):
+@pytest.mark.parametrize("precision", ["float64"], indirect=True)
+def test_regional_maps_match_the_equations(form, precision):
     a, b = pair()
     mask_a, mask_b = masks(a, b)
-    layer = RegionalRelation(6, regions=REGIONS, pairwise=form, dtype="float64")
+    layer = RegionalRelation(6, regions=REGIONS, pairwise=form)
     alpha, beta = (np.asarray(m) for m in layer([noisy(a, mask_a), noisy(b, mask_b)], mask=[mask_a, mask_b]))
     assert alpha.shape == beta.shape == (2, 2, 7, 5)
     w = weights_of(layer)
@@ -98,8 +101,8 @@ def test_regional_maps_match_the_equations(form):
         want_alpha, want_beta, _ = reference.regional_maps(
             np.where(mask_a[e, :, None], a[e], 0), np.where(mask_b[e, :, None], b[e], 0), w, form, REGIONS,
             mask_a[e], mask_b[e])
-        np.testing.assert_allclose(alpha[e], want_alpha, atol=reference.ATOL)
-        np.testing.assert_allclose(beta[e], want_beta, atol=reference.ATOL)
+        precision.assert_close(alpha[e], want_alpha, atol=reference.ATOL)
+        precision.assert_close(beta[e], want_beta, atol=reference.ATOL)
 
 
 def test_pairs_outside_a_region_are_masked_out_not_zero_logits():
@@ -123,17 +126,18 @@ def test_pairs_outside_a_region_are_masked_out_not_zero_logits():
 
 
 @pytest.mark.parametrize("lengths", [(7, 5), (9, 4)])
-def test_the_default_split_is_equal_and_follows_the_length(lengths):
+@pytest.mark.parametrize("precision", ["float64"], indirect=True)
+def test_the_default_split_is_equal_and_follows_the_length(lengths, precision):
     """regions=K splits each sequence into K runs of consecutive positions,
     whatever its length (one layer, two lengths)."""
     n, m = lengths
-    layer = RegionalRelation(6, regions=3, dtype="float64")
+    layer = RegionalRelation(6, regions=3)
     a, b = pair(n=n, m=m)
     alpha, beta = (np.asarray(x) for x in layer([a, b]))
     want_alpha, want_beta, r = reference.regional_maps(a[0], b[0], weights_of(layer), "concat", 3,
                                                        np.ones(n, bool), np.ones(m, bool))
-    np.testing.assert_allclose(alpha[0], want_alpha, atol=reference.ATOL)
-    np.testing.assert_allclose(beta[0], want_beta, atol=reference.ATOL)
+    precision.assert_close(alpha[0], want_alpha, atol=reference.ATOL)
+    precision.assert_close(beta[0], want_beta, atol=reference.ATOL)
     assert [int(r[k].any(1).sum()) for k in range(3)] == [n // 3 + (k >= 3 - n % 3) for k in range(3)]
 
 

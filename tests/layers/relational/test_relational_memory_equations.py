@@ -1,5 +1,6 @@
 """RelationalMemoryCell against a NumPy float64 implementation of the
-reference's step (Sonnet 1 RelationalMemory, as written in REFERENCES.md)."""
+reference's step (Sonnet 1 RelationalMemory, as written in REFERENCES.md),
+in float32 and under the float64 policy (tests/layers/float64.py)."""
 
 import keras
 import numpy as np
@@ -92,10 +93,10 @@ def full_config(cfg):
     return cfg
 
 
-def make(cfg, rng, batch=2, steps=4, features=5):
+def make(cfg, rng, batch=2, steps=4, features=5, dtype="float32"):
     cell = RelationalMemoryCell(**cfg, bias_initializer="random_normal")
     shape = (batch, steps, features) if "input_rows" not in cfg else (batch, steps, cfg["input_rows"], features)
-    x = rng.normal(size=shape).astype("float32")
+    x = rng.normal(size=shape).astype(dtype)
     rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
     rnn(x)
     return cell, rnn, x
@@ -103,25 +104,25 @@ def make(cfg, rng, batch=2, steps=4, features=5):
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 @pytest.mark.parametrize("start", ["identity", "given"])
-def test_steps_match_the_reference(name, start):
+def test_steps_match_the_reference(name, start, precision):
     rng = np.random.default_rng(0)
     cfg = full_config(CONFIGS[name])
-    cell, rnn, x = make(CONFIGS[name], rng)
+    cell, rnn, x = make(CONFIGS[name], rng, dtype=precision.dtype)
     n, d = cfg["mem_slots"], cfg["num_heads"] * cfg["head_size"]
     if start == "identity":
         memory = identity_memory(len(x), n, d)
         seq, flat, started = rnn(x)
     else:
         memory = rng.normal(size=(len(x), n, d))
-        initial = [memory.reshape(len(x), -1).astype("float32"), np.ones((len(x), 1), "float32")]
+        initial = [precision.array(memory.reshape(len(x), -1)), precision.array(np.ones((len(x), 1)))]
         seq, flat, started = rnn(x, initial_state=initial)
     w = weights_of(cell)
     want = []
     for t in range(x.shape[1]):
         memory = reference_step(x[:, t].astype("float64"), memory, w, cfg)
         want.append(memory.reshape(len(x), -1))
-    np.testing.assert_allclose(seq, np.stack(want, 1), atol=ATOL)
-    np.testing.assert_allclose(flat, want[-1], atol=ATOL)
+    precision.assert_close(seq, np.stack(want, 1), atol=ATOL)
+    precision.assert_close(flat, want[-1], atol=ATOL)
     np.testing.assert_array_equal(started, np.ones((len(x), 1)))
 
 

@@ -1,4 +1,5 @@
-"""The segment cache against its equations in float64 NumPy, its reduction
+"""The segment cache against its equations in float64 NumPy (in float32 and
+under the float64 policy, tests/layers/float64.py), its reduction
 to Transformer-XL, causality of the causal query (and the leak of the
 seed's), where gradients flow, empty slots, and streaming by segments.
 
@@ -52,17 +53,17 @@ def masked_input(seed, batch=3, segments=7):
     {"query": "standard", "summary": "bilstm", "top_k": 1, "clamp_len": 5},
     {"query": "causal", "summary": "dense", "top_k": 3, "relevance_weighting": False},
 ], ids=lambda o: "-".join(f"{v}" for v in o.values()))
-def test_matches_the_equations(options):
+def test_matches_the_equations(options, precision):
     model = make_cache(**options)
     x, valid = masked_input(1)
-    got = model(x.astype("float32"), mask=valid)
+    got = model(precision.array(x), mask=valid)
     want, recalled = cache_np(model, x, valid)
-    np.testing.assert_allclose(got, want, atol=ATOL)
+    precision.assert_close(got, want, atol=ATOL)
     # The check recalls something once the cache fills.
     assert any(len(r) == model.top_k for r in recalled[0])
 
 
-def test_summaries_match_the_equations():
+def test_summaries_match_the_equations(precision):
     rng = np.random.default_rng(2)
     h = rng.normal(size=(3, 5, D))
     valid = np.ones((3, 5), bool)
@@ -70,11 +71,11 @@ def test_summaries_match_the_equations():
     valid[2] = False
     for kind in ("dense", "mlp", "bilstm"):
         summary = SegmentSummary(4, kind=kind, num_layers=3)
-        summary(h.astype("float32"))
+        summary(precision.array(h))
         random_weights(summary, 3)
-        got = summary(h.astype("float32"), mask=valid)
+        got = summary(precision.array(h), mask=valid)
         want = np.stack([summary_np(summary, h[b], valid[b]) for b in range(3)])
-        np.testing.assert_allclose(got, want, atol=ATOL, err_msg=kind)
+        precision.assert_close(got, want, atol=ATOL, err_msg=kind)
         np.testing.assert_allclose(got[2], 0.0)  # no valid position
 
 

@@ -3,7 +3,8 @@ NumPy: every score from its distance M + i − j (no shift trick), the
 sinusoid of each distance, the masks, the memory's update; then the
 properties the paper's training relies on: causality across segments, a
 long sequence equal to its segments fed in turn, memories without gradient,
-padding that changes nothing."""
+padding that changes nothing. The equations hold in float32 and under the
+float64 policy (tests/layers/float64.py)."""
 
 import keras
 import numpy as np
@@ -29,7 +30,7 @@ H, DH, D, DI = 2, 3, 6, 10
     {"clamp_len": 2},
     {"same_length": True},
 ], ids=lambda o: "-".join(o) or "default")
-def test_attention_matches_the_equations(options):
+def test_attention_matches_the_equations(options, precision):
     rng = np.random.default_rng(1)
     layer = RelativeMultiHeadAttention(H, DH, **options)
     h, memory = rng.normal(size=(3, 4, D)), rng.normal(size=(3, 5, D))
@@ -37,16 +38,16 @@ def test_attention_matches_the_equations(options):
     valid[0, 3] = valid[2, 1] = False
     memory_valid = np.ones((3, 5), bool)
     memory_valid[1, :2] = False
-    layer(h.astype("float32"), memory=memory.astype("float32"))
+    layer(precision.array(h), memory=precision.array(memory))
     random_weights(layer)
-    got, new_memory = layer(h.astype("float32"), memory=memory.astype("float32"), mask=valid,
+    got, new_memory = layer(precision.array(h), memory=precision.array(memory), mask=valid,
                             memory_mask=memory_valid)
     for b in range(3):
         want = attention_np(layer, h[b], memory[b], valid[b], memory_valid[b])
-        np.testing.assert_allclose(got[b], want, atol=ATOL)
+        precision.assert_close(got[b], want, atol=ATOL)
     # The new memory: the last M positions of [memory; h], padding as zeros.
     joined = np.concatenate([np.where(memory_valid[..., None], memory, 0), np.where(valid[..., None], h, 0)], 1)
-    np.testing.assert_allclose(new_memory, joined[:, -5:], atol=ATOL)
+    precision.assert_close(new_memory, joined[:, -5:], atol=ATOL)
 
 
 def test_attention_without_memory_attends_within_the_segment():
@@ -62,39 +63,45 @@ def test_attention_without_memory_attends_within_the_segment():
 
 
 @pytest.mark.parametrize("pre_lnorm", [False, True])
-def test_block_matches_the_equations(pre_lnorm):
+def test_block_matches_the_equations(pre_lnorm, precision):
     rng = np.random.default_rng(4)
     block = TransformerXLBlock(H, DH, DI, pre_lnorm=pre_lnorm)
     h, memory = rng.normal(size=(2, 4, D)), rng.normal(size=(2, 3, D))
-    block(h.astype("float32"), memory=memory.astype("float32"))
+    block(precision.array(h), memory=precision.array(memory))
     random_weights(block, 5)
-    got, _ = block(h.astype("float32"), memory=memory.astype("float32"))
+    got, _ = block(precision.array(h), memory=precision.array(memory))
     for b in range(2):
         want = block_np(block, h[b], memory[b], np.ones(4, bool), np.ones(3, bool))
-        np.testing.assert_allclose(got[b], want, atol=ATOL)
+        precision.assert_close(got[b], want, atol=ATOL)
 
 
 def make_backbone(**kwargs):
     options = {"num_layers": 2, "num_heads": H, "head_size": DH, "hidden_dim": D, "intermediate_dim": DI,
                "segment_len": 3, "mem_len": 4, **kwargs}
     model = TransformerXL(**options)
-    model(np.zeros((1, 3, D), "float32"))
+    model(np.zeros((1, 3), "int32") if model.vocabulary_size else np.zeros((1, 3, D), "float32"))
     random_weights(model, 6)
     return model
 
 
-@pytest.mark.parametrize("options", [{}, {"tie_relative_biases": True, "pre_lnorm": True}, {"mem_len": 0}],
-                         ids=["untied", "tied-pre-ln", "no-memory"])
-def test_backbone_matches_the_segment_recurrence(options):
+@pytest.mark.parametrize("options", [{}, {"tie_relative_biases": True, "pre_lnorm": True}, {"mem_len": 0},
+                                     {"vocabulary_size": 11}],
+                         ids=["untied", "tied-pre-ln", "no-memory", "tokens"])
+def test_backbone_matches_the_segment_recurrence(options, precision):
     rng = np.random.default_rng(7)
     model = make_backbone(**options)
-    x = rng.normal(size=(3, 11, D))  # 4 segments, the last one padded
-    valid = np.ones((3, 11), bool)
+    valid = np.ones((3, 11), bool)  # 4 segments, the last one padded
     valid[0, 9:] = False  # padding at the end
     valid[1, 3:6] = False  # a whole segment of padding
     valid[2, 4] = False  # one position
-    got = model(x.astype("float32"), mask=valid)
-    np.testing.assert_allclose(got, backbone_np(model, x, valid), atol=ATOL)
+    if model.vocabulary_size:
+        # Token ids, embedded as E[x] · sqrt(d).
+        inputs = rng.integers(0, 11, size=valid.shape)
+        x = np.asarray(model.embedding.embeddings, "float64")[inputs] * np.sqrt(D)
+    else:
+        x = rng.normal(size=valid.shape + (D,))
+        inputs = precision.array(x)
+    precision.assert_close(model(inputs, mask=valid), backbone_np(model, x, valid), atol=ATOL)
 
 
 def test_a_sequence_equals_its_segments_fed_in_turn():
