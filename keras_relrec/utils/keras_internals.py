@@ -21,14 +21,22 @@ keras_relrec needs a few pieces of Keras that are not exported under
 - `train_validation_split`: how `fit(validation_split=...)` splits arrays,
   so that work done on the training part alone (the k-means codebook of a
   tuning trial) sees exactly the examples `fit` trains on.
+- `float64_results`: Keras' type promotion maps every 64-bit result type to
+  its 32-bit one on JAX (to follow JAX's default), even with JAX's 64-bit
+  types on, so `tanh`, `sin`, `maximum`... of float64 tensors are float32;
+  the float64 reference tests lift that mapping for float64 while they run.
 
 Keras is held to one minor version in `setup.py` because of them; moving to
 the next Keras is this file's work.
 """
 
+import contextlib
+from unittest import mock
+
 import keras
 from keras.src.backend import get_keras_mask
 from keras.src.backend import set_keras_mask
+from keras.src.backend.common import dtypes as _dtypes
 from keras.src.layers.rnn.conv_lstm import ConvLSTMCell
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 from keras.src.trainers.data_adapters.array_slicing import train_validation_split
@@ -38,6 +46,7 @@ __all__ = [
     "ConvLSTMCell",
     "DropoutRNNCell",
     "draw_dropout_masks",
+    "float64_results",
     "reset_dropout_masks",
     "get_keras_mask",
     "set_keras_mask",
@@ -51,6 +60,14 @@ __all__ = [
     "input_layer_name",
     "sublayers",
 ]
+
+
+@contextlib.contextmanager
+def float64_results():
+    """Within the block, float64 results stay float64 on every backend (on
+    JAX, with its 64-bit types on)."""
+    with mock.patch.dict(_dtypes.BIT64_TO_BIT32_DTYPE, {"float64": "float64"}):
+        yield
 
 
 def draw_dropout_masks(cell, step_inputs, states):

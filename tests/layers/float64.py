@@ -7,10 +7,11 @@ The float32 run keeps each test's own tolerance. `tests/layers/test_on_jax.py`
 reruns the float64 runs on JAX."""
 
 import contextlib
-from unittest import mock
 
 import keras
 import numpy as np
+
+from keras_relrec.utils import keras_internals
 
 ATOL = 1e-10
 
@@ -23,15 +24,12 @@ def float64_policy():
     with contextlib.ExitStack() as stack:
         if keras.backend.backend() == "jax":
             import jax
-            from keras.src.backend.common import dtypes
 
             # JAX truncates float64 to float32 without it.
             stack.enter_context(jax.enable_x64(True))
-            # Keras 3.15's result_type makes any float64 result float32 on
-            # JAX, x64 on or not, so tanh, sin, maximum... of float64 tensors
-            # are float32 (keras-team/keras#23223, fixed upstream): within
-            # the run, where x64 is on, float64 stays float64.
-            stack.enter_context(mock.patch.dict(dtypes.BIT64_TO_BIT32_DTYPE, {"float64": "float64"}))
+            # Keras' type promotion maps float64 results to float32 on JAX
+            # whatever x64 says (see keras_internals.float64_results).
+            stack.enter_context(keras_internals.float64_results())
         keras.config.set_dtype_policy("float64")
         try:
             yield
