@@ -579,6 +579,7 @@ ENTRIES = [
             ({"transform_units": 1.5}, "transform_units"),
             ({"map_window_size": 0}, "map_window_size"),
             ({"map_units": 0}, "map_units"),
+            ({"confine_regional_maps": "false"}, "confine_regional_maps"),
         ],
         bad_rank_match=r"InteractionTransformer expects two inputs \[A, B\]",
         takes_mask=True,

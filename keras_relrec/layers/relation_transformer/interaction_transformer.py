@@ -51,13 +51,32 @@ class InteractionTransformer(keras.layers.Layer):
     (eqs. 1–2; `LocalRecurrence`); β is read as m columns of n numbers in
     B's order.
     The global α, global β, regional α and regional β each have their own
-    recurrence; the K regional maps share theirs. α' is then confined to
-    the pairs its map covers (valid positions; region k's pairs for
-    α'^{r(k)}), so that T^{r(k)}_{b'→a'_i} stays within region k. The
-    recurrence needs n and m to be known (its widths are m and n), and
-    its outputs are no longer distributions (σ = sigmoid by default):
-    rows do not sum to one. Without it (`map_window_size=None`) the layer
-    is the Deep Relation Transformer's, α' = α.
+    recurrence; the K regional maps share theirs. The recurrence needs n
+    and m to be known (its widths are m and n), and its outputs are no
+    longer distributions (σ = sigmoid by default): rows do not sum to one.
+    Without it (`map_window_size=None`) the layer is the Deep Relation
+    Transformer's, α' = α.
+
+    **Confinement of the regional maps** (`confine_regional_maps`). The
+    recurrence runs down a whole map, and σ(W h + b) is not zero at pairs
+    outside region k, so α'^{r(k)} covers every pair. By default
+    (`True`) α'^{r(k)} and β'^{r(k)} are confined to region k again, R
+    of eq. (8):
+
+    ```
+    T^{r(k)}_{b'→a'_i} = Σ_j R^{r(k)}_ij α'^{r(k)}_ij W_b~ b'_j
+    T^{r(k)}_{a'→b'_j} = Σ_i R^{r(k)}_ij β'^{r(k)}_ij W_a~ a'_i
+    ```
+
+    so that a regional transform keeps what makes it regional: a'_i reads
+    only the b'_j of its own region pair (A'_k with B'_k, eq. 8), and a
+    position outside A'_k gets no T^{r(k)} at all, as without the
+    recurrence; unconfined, each of the K regional transforms reads the
+    whole of B' like the global one. `False` takes eqs. (10)–(11)
+    literally, the sums over all j (all i) of α'^{r(k)} (β'^{r(k)}) as the
+    recurrence leaves them. The two forms are the same without the
+    recurrence (α^{r(k)} is zero outside region k) and for the global
+    maps. In both, padded pairs are zeros.
 
     The regional maps' rows sum to 1/C_r (eq. 9), about K/(n·m)·sqrt(d)
     of the global ones': through the shared W_b~ and W_t, fusion by sum or
@@ -82,6 +101,10 @@ class InteractionTransformer(keras.layers.Layer):
             width, m for α and n for β: the recurrences then hold about
             6·(n² + m²) weights; a smaller width bounds them).
         map_activation: σ of the recurrence's output (default sigmoid).
+        confine_regional_maps: `True` (default) confines α'^{r(k)} and
+            β'^{r(k)} to region k's pairs before eqs. (10)–(11); `False`
+            sums over all pairs, as eqs. (10)–(11) are written (see above).
+            A bool; it matters only with `map_window_size`.
         kernel_initializer, recurrent_initializer, bias_initializer: Of
             every kernel, the recurrences' recurrent kernels and biases.
         **kwargs: Base `Layer` arguments.
@@ -112,6 +135,7 @@ class InteractionTransformer(keras.layers.Layer):
         map_window_size=None,
         map_units=None,
         map_activation="sigmoid",
+        confine_regional_maps=True,
         kernel_initializer="glorot_uniform",
         recurrent_initializer="orthogonal",
         bias_initializer="zeros",
@@ -130,6 +154,7 @@ class InteractionTransformer(keras.layers.Layer):
         )
         self.map_units = None if map_units is None else validation.check_positive_int("map_units", map_units)
         self.map_activation = keras.activations.get(map_activation)
+        self.confine_regional_maps = validation.check_bool("confine_regional_maps", confine_regional_maps)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
@@ -202,12 +227,14 @@ class InteractionTransformer(keras.layers.Layer):
                 zero_masked(b + self.output_dense(b_from_a), mask_b)]
 
     def _recur(self, maps, a, b, mask_a, mask_b, training):
-        """α' and β' (eq. before 10), confined to the pairs each map covers."""
+        """α' and β' (eq. before 10), confined to the valid pairs and, with
+        `confine_regional_maps`, the regional ones to their region's."""
         recurrences = self.map_recurrences
         valid = valid_pairs(mask_a, mask_b, a, b)
-        regional = ops.expand_dims(self.regional_relation.region_pairs(ops.shape(a)[1], ops.shape(b)[1]), 0)
-        if valid is not None:
-            regional = ops.logical_and(regional, ops.expand_dims(valid, 1))
+        regional = None if valid is None else ops.expand_dims(valid, 1)
+        if self.confine_regional_maps:
+            region = ops.expand_dims(self.regional_relation.region_pairs(ops.shape(a)[1], ops.shape(b)[1]), 0)
+            regional = region if regional is None else ops.logical_and(region, regional)
         out = {}
         for name, pairs in [("global", valid), ("regional", regional)]:
             alpha = recurrences[f"{name}_alpha"](maps[f"{name}_alpha"], mask_a, training=training)
@@ -239,6 +266,7 @@ class InteractionTransformer(keras.layers.Layer):
             "map_window_size": self.map_window_size,
             "map_units": self.map_units,
             "map_activation": keras.activations.serialize(self.map_activation),
+            "confine_regional_maps": self.confine_regional_maps,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
             "bias_initializer": keras.initializers.serialize(self.bias_initializer),

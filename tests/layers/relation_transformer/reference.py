@@ -94,3 +94,16 @@ def local_rnn(x, mask, window, kernel, recurrent, bias):
 
 def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
+
+
+def transforms(alpha, beta, values_a, values_b, pairs):
+    """Σ_σ T^σ_{b'→a'_i} = Σ_σ Σ_j α'^σ_ij W_b~ b'_j and Σ_σ T^σ_{a'→b'_j}
+    = Σ_σ Σ_i β'^σ_ij W_a~ a'_i, eqs. (10)–(11), for maps (σ, n, m) and
+    values_a = A' W_a~, values_b = B' W_b~. The sums run over `pairs`
+    (σ, n, m): every valid pair, as the equations are written, or region
+    k's alone, the confined form."""
+    t_ab, t_ba = np.zeros((len(values_a), values_b.shape[1])), np.zeros((len(values_b), values_a.shape[1]))
+    for s, i, j in zip(*np.nonzero(pairs)):
+        t_ab[i] += alpha[s, i, j] * values_b[j]
+        t_ba[j] += beta[s, i, j] * values_a[i]
+    return t_ab, t_ba

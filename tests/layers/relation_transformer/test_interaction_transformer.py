@@ -29,8 +29,9 @@ def recurrence(maps, row_mask, layer, window):
     return reference.sigmoid(h @ dense["kernel"] + dense["bias"])
 
 
-def interaction(block, a, b, mask_a, mask_b, window, fusion, form):
-    """Z_ab, Z_ba of one example, eqs. (3)–(15)."""
+def interaction(block, a, b, mask_a, mask_b, window, fusion, form, confine=True):
+    """Z_ab, Z_ba of one example, eqs. (3)–(15); `confine`: α'^{r(k)} and
+    β'^{r(k)} confined to region k, or eqs. (10)–(11) as written."""
     a, b = np.where(mask_a[:, None], a, 0.0), np.where(mask_b[:, None], b, 0.0)
     alpha_g, beta_g = reference.global_maps(a, b, weights_of(block.global_relation), form, mask_a, mask_b)
     alpha_r, beta_r, r = reference.regional_maps(a, b, weights_of(block.regional_relation), form,
@@ -38,22 +39,23 @@ def interaction(block, a, b, mask_a, mask_b, window, fusion, form):
     valid = mask_a[:, None] & mask_b[None, :]
     if window:
         rec = block.map_recurrences
-        alpha_g = recurrence(alpha_g, mask_a, rec["global_alpha"], window) * valid
-        beta_g = recurrence(beta_g.T, mask_b, rec["global_beta"], window).T * valid
-        alpha_r = np.stack([recurrence(m, mask_a, rec["regional_alpha"], window) for m in alpha_r]) * (r & valid)
-        beta_r = np.stack([recurrence(m.T, mask_b, rec["regional_beta"], window).T for m in beta_r]) * (r & valid)
+        alpha_g = recurrence(alpha_g, mask_a, rec["global_alpha"], window)
+        beta_g = recurrence(beta_g.T, mask_b, rec["global_beta"], window).T
+        alpha_r = np.stack([recurrence(m, mask_a, rec["regional_alpha"], window) for m in alpha_r])
+        beta_r = np.stack([recurrence(m.T, mask_b, rec["regional_beta"], window).T for m in beta_r])
     w_a, w_b = np.asarray(block.transform_a.kernel, "float64"), np.asarray(block.transform_b.kernel, "float64")
     w_t = np.asarray(block.output_dense.kernel, "float64")
-    t_ab = [np.einsum("ij,jd->id", m, b @ w_b) for m in [alpha_g, *alpha_r]]     # eq. (10), σ = g, r(k)
-    t_ba = [np.einsum("ij,id->jd", m, a @ w_a) for m in [beta_g, *beta_r]]      # eq. (11)
+    values_a, values_b = a @ w_a, b @ w_b
+    t_ab_g, t_ba_g = reference.transforms(alpha_g[None], beta_g[None], values_a, values_b, valid[None])  # σ = g
+    regional_pairs = r & valid if confine else np.broadcast_to(valid, r.shape)
+    t_ab_r, t_ba_r = reference.transforms(alpha_r, beta_r, values_a, values_b, regional_pairs)  # Σ_k, σ = r(k)
 
     def fuse(g, regional):
-        regional = np.sum(regional, axis=0)
         return {"sum": g + regional, "maxout": np.maximum(g, regional),
                 "concat": np.concatenate([g, regional], -1)}[fusion]
 
-    z_ab = a + fuse(t_ab[0], t_ab[1:]) @ w_t                                     # eqs. (12), (14)
-    z_ba = b + fuse(t_ba[0], t_ba[1:]) @ w_t                                     # eqs. (13), (15)
+    z_ab = a + fuse(t_ab_g, t_ab_r) @ w_t                                        # eqs. (12), (14)
+    z_ba = b + fuse(t_ba_g, t_ba_r) @ w_t                                        # eqs. (13), (15)
     return z_ab * mask_a[:, None], z_ba * mask_b[:, None]
 
 
@@ -73,6 +75,34 @@ def test_interaction_matches_the_equations(window, units, fusion, form):
         want_ab, want_ba = interaction(block, a[e], b[e], mask_a[e], mask_b[e], window, fusion, form)
         np.testing.assert_allclose(z_ab[e], want_ab, atol=reference.ATOL)
         np.testing.assert_allclose(z_ba[e], want_ba, atol=reference.ATOL)
+
+
+@pytest.mark.parametrize("precision", ["float64"], indirect=True)
+def test_literal_regional_maps_match_the_equations(precision):
+    """confine_regional_maps=False sums α'^{r(k)} over every valid j and
+    β'^{r(k)} over every valid i, as eqs. (10)–(11) are written; the
+    default confines them to region k. After the recurrence the two
+    differ (A's position 6 is in no region; the others see B' beyond
+    their region). Under the float64 policy (tests/layers/float64.py)."""
+    a, b = (np.random.default_rng(1).normal(size=(2, 7, 4)), np.random.default_rng(2).normal(size=(2, 5, 4)))
+    mask_a, mask_b = masks(a, b)
+    inputs = [noisy(a, mask_a), noisy(b, mask_b)]
+    literal = InteractionTransformer(6, regions=REGIONS, pairwise="dot", transform_units=3, map_window_size=2,
+                                     confine_regional_maps=False, **RANDOM)
+    confined = InteractionTransformer.from_config({**literal.get_config(), "confine_regional_maps": True})
+    assert InteractionTransformer(6).confine_regional_maps is True
+    got = {}
+    for confine, block in ((False, literal), (True, confined)):
+        block(inputs, mask=[mask_a, mask_b])
+        if confine:
+            block.set_weights(literal.get_weights())
+        got[confine] = block(inputs, mask=[mask_a, mask_b])
+        for e in range(2):
+            want = interaction(block, a[e], b[e], mask_a[e], mask_b[e], 2, "sum", "dot", confine=confine)
+            precision.assert_close(got[confine][0][e], want[0], atol=reference.ATOL)
+            precision.assert_close(got[confine][1][e], want[1], atol=reference.ATOL)
+    for z_literal, z_confined in zip(got[False], got[True]):
+        assert np.abs(np.asarray(z_literal) - np.asarray(z_confined)).max() > 1e-2
 
 
 def test_regional_transforms_stay_in_their_region():

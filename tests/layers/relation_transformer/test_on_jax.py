@@ -18,5 +18,6 @@ SELECTION = ("match_the_equations or matches_the_equations or relates_positions 
 @pytest.mark.slow
 def test_on_jax():
     output = pytest_on_jax([HERE / "test_relation_modules.py", HERE / "test_interaction_transformer.py"], SELECTION)
-    # 3 + 3 global and regional forms, 1 + 1 + 1 + 2 properties, 4 + 2 of the transformer and the classifier.
-    assert "17 passed" in output, output[-500:]
+    # 3 + 3 global and regional forms, 1 + 1 + 1 + 2 properties, 4 + 1 + 2 of the transformer (confined and
+    # literal regional maps) and the classifier.
+    assert "18 passed" in output, output[-500:]
