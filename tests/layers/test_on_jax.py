@@ -16,6 +16,7 @@ FILES = [
     "local_recurrence/test_local_recurrence.py",
     "local_recurrence/test_r_transformer_goldens.py",
     "recurrent/test_lstm_family_equations.py",
+    "relation_transformer/test_interaction_transformer.py",
     "relation_transformer/test_relation_modules.py",
     "relational/test_relational_memory_equations.py",
     "transformer_xl/test_segment_cache_transformer.py",
@@ -28,6 +29,8 @@ QUICK = [
     "local_recurrence/test_r_transformer_goldens.py::test_the_block_equations_with_padding[float64]",
     "recurrent/test_lstm_family_equations.py::test_cell_matches_equations[float64-coupled_peepholes]",
     "relation_transformer/test_relation_modules.py::test_regional_maps_match_the_equations[float64-dot]",
+    # Both forms of the regional maps, through every relation module.
+    "relation_transformer/test_interaction_transformer.py::test_literal_regional_maps_match_the_equations[float64]",
     "relational/test_relational_memory_equations.py::test_steps_match_the_reference[float64-given-two_blocks_memory]",
     # Token ids: the embedding's sqrt(d); blocks, attention, sinusoids.
     "transformer_xl/test_transformer_xl_equations.py::test_backbone_matches_the_segment_recurrence[float64-tokens]",
@@ -44,4 +47,4 @@ def test_float64_on_jax():
 def test_every_float64_run_on_jax():
     output = pytest_on_jax([HERE / name for name in FILES], "float64")
     # Every float64 run of the files, as on TensorFlow.
-    assert "88 passed" in output, output[-500:]
+    assert "89 passed" in output, output[-500:]
