@@ -19,6 +19,7 @@ def drrt_classifier(
     local_recurrence=True,
     map_window_size=None,
     map_units=None,
+    confine_regional_maps=True,
     num_blocks=1,
     hidden_units=(64, 32),
     dropout=0.0,
@@ -57,6 +58,9 @@ def drrt_classifier(
             `window_size`); ignored for DRT.
         map_units: The width of that recurrence (default the maps' widths;
             see `InteractionTransformer`).
+        confine_regional_maps: Whether the regional maps stay within their
+            region after that recurrence (default), or eqs. 10–11 sum over
+            every pair as written (see `InteractionTransformer`).
         num_blocks: Interaction transformers one after the other.
         hidden_units: The widths of the classifier's two hidden layers.
         dropout: Rate after each hidden layer.
@@ -102,6 +106,7 @@ def drrt_classifier(
     for k in range(num_blocks):
         features = InteractionTransformer(relation_units, regions=regions, fusion=fusion, pairwise=pairwise,
                                           map_window_size=map_window, map_units=map_units,
+                                          confine_regional_maps=confine_regional_maps,
                                           name=f"interaction_{k}")(features)
     pooled = [keras.layers.GlobalAveragePooling1D(name=f"mean_{side}")(z) for z, side in zip(features, "ab")]
     h = keras.layers.Average(name="average_fusion")(pooled)

@@ -27,3 +27,15 @@ def test_exports_in_sequence_mode_only(local_recurrence, tmp_path):
     assert plan_export(model).streaming_refusal.startswith("layer 'interaction_0' (InteractionTransformer)")
     with pytest.raises(ExportError, match="interaction_0"):
         export_tflite(model, tmp_path / "step.tflite", streaming=True)
+
+
+def test_the_literal_regional_maps_reach_every_block():
+    kwargs = dict(feature_units=4, relation_units=4, regions=3, num_blocks=2, seed=0)
+    confined = drrt_classifier(((12, 3), (8, 2)), 4, **kwargs)
+    literal = drrt_classifier(((12, 3), (8, 2)), 4, confine_regional_maps=False, **kwargs)
+    blocks = [layer for layer in literal.layers if layer.name.startswith("interaction_")]
+    assert len(blocks) == 2 and all(not layer.confine_regional_maps for layer in blocks)
+    literal.set_weights(confined.get_weights())
+    rng = np.random.default_rng(0)
+    x = [rng.normal(size=(2, 12, 3)).astype("float32"), rng.normal(size=(2, 8, 2)).astype("float32")]
+    assert not np.allclose(literal.predict(x, verbose=0), confined.predict(x, verbose=0), atol=1e-4)
