@@ -32,8 +32,9 @@ def codeword_logits(x, codebook, scale, distance="l2", epsilon=1e-12):
     the codebook's spread is inexact (normalise such inputs); what
     cancellation leaves below zero is clipped to zero. In float64 the
     distance to the nearest codeword, the one that can be tiny, is then
-    computed again from the differences x − v_k: float64 results keep
-    float64's precision at and near a codeword too.
+    computed again from the differences x − v_k, so float64 results keep
+    float64's precision at and near the nearest codeword (a second codeword
+    about as near keeps the expanded form's rounding).
     """
     # Half precision cannot hold squared distances; integers are features too.
     dtype = ops.dtype(x)

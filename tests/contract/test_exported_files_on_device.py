@@ -5,10 +5,10 @@ on), batch 1 and 3, and a structural check of every subgraph.
 
 Why fresh interpreters, many times: a RESHAPE whose target shape is
 computed at run time inside a loop body once made a fresh interpreter's
-first invoke read a stale buffer in some runs (a few in a hundred, batch 1,
-XNNPACK on) and answer wrong, the same wrong bytes each time; a reused
-interpreter, or a second invoke, never showed it. `FRESH_RUNS` runs catch
-a 5% rate with a chance of 95%.
+first invoke read a stale buffer in some runs (batch 1, XNNPACK on) and
+answer wrong, the same wrong bytes each time; a reused interpreter, or a
+second invoke, never showed it. `FRESH_RUNS` runs catch a 5% rate with a
+chance of 95%.
 """
 
 import math

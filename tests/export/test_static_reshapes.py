@@ -4,13 +4,24 @@ kept for the LiteRT defect it works around (tools/litert_runtime_reshape)."""
 import pathlib
 
 import numpy as np
+from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
 from ai_edge_litert.interpreter import OpResolverType
 
+from keras_relrec.export import flatbuffer
 from keras_relrec.export import static_reshapes
 from keras_relrec.export import tflite_inspect
 
 REPRO = pathlib.Path(__file__).parents[2] / "tools" / "litert_runtime_reshape"
+
+
+def runtime_shape_inputs(content):
+    """How many RESHAPEs take a shape input that is not a constant."""
+    model = flatbuffer.read(content)
+    names = tflite_inspect.operator_names(schema.Model.GetRootAsModel(content, 0))
+    return sum(names[op.opcodeIndex] == "RESHAPE" and len(op.inputs) > 1
+               and not static_reshapes.is_constant(model, subgraph.tensors[op.inputs[1]])
+               for subgraph in model.subgraphs for op in subgraph.operators)
 
 
 def serve(content, sequence, resolver=OpResolverType.AUTO):
@@ -45,3 +56,29 @@ def test_the_rewritten_file_gives_the_same_answers():
         for resolver in (OpResolverType.AUTO, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES):
             for _ in range(20):
                 np.testing.assert_allclose(serve(fixed, sequence, resolver), want, atol=1e-5)
+
+
+def test_a_tensordot_flattening_is_made_static():
+    """Keras' Dense on a sequence converts to a tensordot, whose flattening
+    RESHAPE takes (batch · steps, features) from SHAPE → GATHER →
+    REDUCE_PROD → PACK: the converter annotates both sizes unknown, the
+    shape arithmetic says one is."""
+    import keras
+    import tensorflow as tf
+
+    inputs = keras.Input((10, 4))
+    model = keras.Model(inputs, keras.layers.Dense(3)(inputs))
+    raw = tf.lite.TFLiteConverter.from_keras_model(model).convert()
+    assert static_reshapes.runtime_shaped(raw)
+    fixed, count = static_reshapes.make_static(raw)
+    assert count == len(static_reshapes.runtime_shaped(raw)) and static_reshapes.runtime_shaped(fixed) == []
+    # Every RESHAPE here has one unknown size: none is left with a shape
+    # computed at run time, the flattening one included.
+    assert runtime_shape_inputs(raw) == 2 and runtime_shape_inputs(fixed) == 0
+    x = np.random.default_rng(0).normal(size=(2, 10, 4)).astype("float32")
+    for content in (raw, fixed):
+        interpreter = Interpreter(model_content=content)
+        runner = interpreter.get_signature_runner()
+        (name,) = runner.get_input_details()
+        (got,) = runner(**{name: x}).values()
+        np.testing.assert_allclose(got, np.asarray(model(x)), atol=1e-5)

@@ -61,8 +61,8 @@ def test_shipped_file_on_fresh_interpreters(path):
             return run_sequence(interpreter, x)["output"]
     want = run(plain)
     assert want.size
-    # XNNPACK's kernels round otherwise than LiteRT's own: a relative
-    # tolerance for large logits; a wrong run is off by far more.
-    wrong = sum(not np.allclose(run(Interpreter(model_content=content)), want, rtol=1e-5, atol=1e-5)
+    # XNNPACK's kernels round otherwise than LiteRT's own, and otherwise on
+    # other CPUs: a loose tolerance; a wrong run is off by far more.
+    wrong = sum(not np.allclose(run(Interpreter(model_content=content)), want, rtol=1e-4, atol=1e-4)
                 for _ in range(FRESH_RUNS))
     assert wrong == 0, f"{wrong} of {FRESH_RUNS} fresh runs wrong"
