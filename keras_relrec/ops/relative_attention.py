@@ -104,9 +104,19 @@ def relative_attention_mask(queries, memory_length, key_valid=None, window=None)
     return visible
 
 
-def update_memory(memory, inputs):
-    """The last M positions of [memory; inputs], without gradient: the
-    memory the next segment attends to (the paper's SG(·))."""
+def update_memory(memory, inputs, steps=None):
+    """The last M positions of [memory; inputs[:, :steps]] (all the inputs
+    by default), without gradient: the memory the next segment attends to
+    (the paper's SG(·)). `steps` leaves out the padding after a sequence's
+    end in its last segment; an int, or a scalar tensor where the padding
+    is known only when the graph runs."""
     joined = ops.concatenate([memory, ops.cast(inputs, memory.dtype)], axis=1)
-    total = axis_size(joined, 1)
-    return ops.stop_gradient(joined[:, total - memory.shape[1] :])
+    size = memory.shape[1]
+    if steps is None:
+        return ops.stop_gradient(joined[:, axis_size(joined, 1) - size :])
+    if isinstance(steps, int):
+        return ops.stop_gradient(joined[:, steps : steps + size])
+    # A slice of static size: a loop's states keep their shapes. -1: the
+    # whole batch, whatever it is.
+    start = (0, steps) + (0,) * (len(memory.shape) - 2)
+    return ops.stop_gradient(ops.slice(joined, start, (-1, size, *memory.shape[2:])))

@@ -2,22 +2,31 @@
 every registry entry whose layer has a segment or chunk length (one of
 `SEGMENT_ATTRIBUTES`) takes calls of 1, L − 1, L + 1 and 2L + 3 steps,
 fresh and continuing a stream, on TensorFlow and JAX, eagerly and under
-XLA.
+XLA, and on TensorFlow in a graph of unknown length too (where the
+number of segments and the padding of the last one are known only when
+the graph runs).
 
-A stream continues eagerly with `stateful=True`, and under XLA with its
-states fed back (`initial_state` and `return_state` where the layer's
-call takes them, else the streaming protocol's `streaming_step`): on JAX,
-`predict` does not carry a state kept outside the model's variables, as
-the stateful layers keep theirs (`keras.layers.RNN` too).
+A stream continues eagerly with `stateful=True`, and under XLA and in the
+graph with its states fed back (`initial_state` and `return_state` where
+the layer's call takes them, else the streaming protocol's
+`streaming_step`): on JAX, `predict` does not carry a state kept outside
+the model's variables, as the stateful layers keep theirs
+(`keras.layers.RNN` too).
 
 The outputs must be finite, of the call's length, and equal (1e-5) to the
-oracle: one call of a fresh layer (eager TensorFlow) on the stream's calls
-laid end to end, each padded at the end to whole segments with the
-padding masked. That is what the segment layers document (a call is
-padded at the end, and the next one goes on after its padding), and for a
-layer whose chunks do not change what it computes (the chunked local
-recurrence, where a masked step is as if absent), the calls without
-padding.
+oracle of what the layer documents:
+
+- `TransformerXL`: each call is cut into segments of L from its start,
+  the last one shorter, and the padding that fills that last segment never
+  enters the memories. The oracle is the NumPy float64 equations
+  (tests/layers/transformer_xl/numpy_reference.py) run call by call so.
+- the others: one call of a fresh layer (eager TensorFlow) on the
+  stream's calls laid end to end, each padded at the end to whole segments
+  with the padding masked. That is what the segment cache documents (a
+  call is padded at the end, its padding enters the cache as masked
+  positions, and the next call goes on after it), and for a layer whose
+  chunks do not change what it computes (the chunked local recurrence,
+  where a masked step is as if absent), the calls without padding.
 
 JAX runs every case in one process of its own (`jax_outputs`), as the
 contract's other backends do (`backend_worker.py`):
@@ -34,18 +43,22 @@ import keras
 import numpy as np
 import pytest
 
+from keras_relrec import layers
 from tests.contract.backend_worker import pack
 from tests.contract.backend_worker import unpack
 from tests.contract.registry import ENTRIES
+from tests.layers.transformer_xl.numpy_reference import backbone_call_np
 
 ATOL = 1e-5
 ROOT = pathlib.Path(__file__).parent.parent.parent
 BATCH = 2
 # The names a layer gives the length of the segments or chunks it runs in.
 SEGMENT_ATTRIBUTES = ("segment_len", "chunk_size", "streaming_chunk_length")
+# On both backends; "graph" (unknown length) on TensorFlow alone.
 MODES = ("eager", "xla")
+TENSORFLOW_MODES = MODES + ("graph",)
 # How each mode continues a stream.
-STREAMS = {"eager": "stateful", "xla": "fed_back"}
+STREAMS = {"eager": "stateful", "xla": "fed_back", "graph": "fed_back"}
 
 
 def segment_length(entry):
@@ -97,7 +110,8 @@ def run_calls(entry, weights, pieces, mode):
     of the pieces as one stream}. `eager`: direct calls, fresh from the
     layer's own initial state, the stream by a stateful layer. `xla`:
     compiled `predict_on_batch` with the states fed back, fresh from
-    `streaming_initial_state`."""
+    `streaming_initial_state`; `graph`: the same through a `tf.function`
+    whose inputs have an unknown length."""
     plain, (fed_back, layer), stateful = models(entry)
     numpy = keras.ops.convert_to_numpy
     if mode == "eager":
@@ -105,18 +119,44 @@ def run_calls(entry, weights, pieces, mode):
             model.set_weights(weights)
         return {"fresh": [numpy(plain(x)) for x in pieces[:-1]], "stateful": [numpy(stateful(x)) for x in pieces]}
     fed_back.set_weights(weights)
-    fed_back.compile(jit_compile=True)
-
-    def step(x, states):
-        y, *states = fed_back.predict_on_batch([x, *states])
-        return y, states
-
     initial = [numpy(s) for s in layer.streaming_initial_state(BATCH)]
+    if mode == "xla":
+        fed_back.compile(jit_compile=True)
+
+        def step(x, states):
+            y, *states = fed_back.predict_on_batch([x, *states])
+            return y, states
+    else:
+        import tensorflow as tf  # the graph mode's alone: the JAX process never runs it
+
+        signature = [tf.TensorSpec((BATCH, None) + pieces[0].shape[2:], pieces[0].dtype)]
+        graph = tf.function(lambda x, *states: fed_back([x, *states]),
+                            input_signature=signature + [tf.TensorSpec(s.shape, s.dtype) for s in initial])
+
+        def step(x, states):
+            y, *states = (numpy(t) for t in graph(x, *states))
+            return y, states
+
     outputs = {"fresh": [step(x, initial)[0] for x in pieces[:-1]], "fed_back": []}
     states = initial
     for x in pieces:
         y, states = step(x, states)
         outputs["fed_back"].append(y)
+    return outputs
+
+
+def transformer_xl_oracle(entry, weights, pieces, length):
+    """Per piece, the NumPy equations of Transformer-XL on the stream call
+    by call: each piece cut into segments of `length` (the layer's) from
+    its start, the last one short, from empty memories."""
+    layer = entry.make_layer()
+    layer(pieces[0])
+    layer.set_weights(weights)
+    states = [np.asarray(s, "float64") for s in layer.get_initial_state(BATCH)]
+    outputs = []
+    for x in pieces:
+        y, states = backbone_call_np(layer, x.astype("float64"), np.ones(x.shape[:2], bool), states)
+        outputs.append(y)
     return outputs
 
 
@@ -158,8 +198,9 @@ def cases(tmp_path_factory, request):
         prepared = {}
         for entry, length in SEGMENT_ENTRIES:
             weights, pieces = inputs[entry.id]
-            fresh = [padded_oracle(entry, weights, [x], length)[0] for x in pieces[:-1]]
-            prepared[entry.id] = weights, pieces, fresh, padded_oracle(entry, weights, pieces, length)
+            oracle = transformer_xl_oracle if entry.cls is layers.TransformerXL else padded_oracle
+            fresh = [oracle(entry, weights, [x], length)[0] for x in pieces[:-1]]
+            prepared[entry.id] = weights, pieces, fresh, oracle(entry, weights, pieces, length)
         yield prepared, folder, worker
     finally:
         if worker is not None and worker.poll() is None:
@@ -197,19 +238,18 @@ def test_the_segment_layers_are_selected():
 
 
 segment_entries = pytest.mark.parametrize("entry", [entry for entry, _ in SEGMENT_ENTRIES], ids=lambda e: e.id)
-modes = pytest.mark.parametrize("mode", MODES)
 
 
 # The TensorFlow tests first: the JAX process runs meanwhile.
 @segment_entries
-@modes
+@pytest.mark.parametrize("mode", TENSORFLOW_MODES)
 def test_calls_on_tensorflow(entry, mode, cases):
     weights, pieces, _, _ = cases[0][entry.id]
     check(entry, mode, run_calls(entry, weights, pieces, mode), cases)
 
 
 @segment_entries
-@modes
+@pytest.mark.parametrize("mode", MODES)
 def test_calls_on_jax(entry, mode, cases, jax_outputs):
     have = jax_outputs[entry.id]
     if f"{mode}_error" in have:

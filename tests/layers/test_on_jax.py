@@ -46,5 +46,6 @@ def test_float64_on_jax():
 @pytest.mark.slow
 def test_every_float64_run_on_jax():
     output = pytest_on_jax([HERE / name for name in FILES], "float64")
-    # Every float64 run of the files, as on TensorFlow.
-    assert "89 passed" in output, output[-500:]
+    # Every float64 run of the files, as on TensorFlow but for its graphs of
+    # unknown length (JAX has none).
+    assert "95 passed" in output, output[-500:]

@@ -91,10 +91,13 @@ class SegmentCacheTransformer(SegmentRecurrence):
     (see `TransformerXL`: `initial_state`, `return_state`, `stateful`,
     streaming with one segment per step, masking). A call whose length is
     not a multiple of L — one shorter than L, fresh or the end of a
-    stream, too — is padded (masked) at the end: its padding enters the
-    cache as positions masked in `slot_mask`, never attended, and the next
-    call goes on as the stream of the calls each padded to whole segments
-    (as one call when every length is a multiple of L). The states are
+    stream, too, and a short chunk of the streaming step — is padded
+    (masked) at the end, and since a slot holds a whole segment, its
+    padding enters the cache as positions masked in `slot_mask`, never
+    attended (unlike `TransformerXL`'s memories, which leave such padding
+    out): the next call goes on as the stream of the calls each padded to
+    whole segments (as one call when every length is a multiple of L), the
+    padding keeping its place in the distances. The states are
     `[keys (batch, N, summary_dim), values_0, …, values_(m−1) (batch, N, L, d),
     slot_mask (batch, N, L) (float32, 1 for the valid positions of filled
     slots)]`, and with `query="causal"` `previous_output` (batch, L, d) last.
@@ -144,8 +147,8 @@ class SegmentCacheTransformer(SegmentRecurrence):
     ```
     """
 
-    # A slot holds a whole segment: the streaming step pads a short one too.
-    streams_short_segments = False
+    # A slot holds a whole segment: a short call or chunk is padded too.
+    runs_short_segments = False
 
     def __init__(
         self,
@@ -279,9 +282,10 @@ class SegmentCacheTransformer(SegmentRecurrence):
         _, indices = ops.top_k(ranked, self.top_k)
         return alpha, indices
 
-    def _segment(self, hidden, mask, states, training):
+    def _segment(self, hidden, mask, states, steps, training):
         """One segment (batch, L, d) through recall, every layer and the
-        renewal: (outputs, states)."""
+        renewal: (outputs, states). The new slot holds the whole segment,
+        its padding (after `steps`) masked in slot_mask."""
         slots, length, width = self.num_slots, self.segment_len, self.hidden_dim
         keys, values, slot_mask = states[0], states[1 : 1 + self.num_layers], states[1 + self.num_layers]
         previous_output = states[-1] if self.query == "causal" else None

@@ -23,25 +23,29 @@ class SegmentRecurrence(keras.layers.Layer):
 
     It owns `num_layers` `TransformerXLBlock`s (`self.blocks`, with u and v
     tied across them on request: `_relative_biases()`). A subclass defines
-    `streaming_state_specs()` and `_segment(hidden, mask, states, training)`
-    (one segment of `segment_len` positions through the layer: its outputs
-    and next states). This class embeds token ids (or takes features),
-    cuts a sequence into segments (padding the last one, that of a call
-    shorter than a segment too, at the end with masked positions),
-    runs them in turn (unrolled for a known count, an `ops.fori_loop`
-    otherwise), keeps the states of a segment with no valid position, and
-    gives the layer the behaviour of a `keras.layers.RNN` whose step is a
-    segment: `initial_state`, `return_state`, `stateful` with
-    `reset_state()`, and the streaming protocol of
-    `keras_relrec.export.stateful_protocol` with one segment per step.
+    `streaming_state_specs()` and `_segment(hidden, mask, states, steps,
+    training)` (one segment through the layer: its outputs and next states;
+    the first `steps` of its positions belong to the sequence, the rest is
+    the padding of its last segment, and the subclass decides what that
+    padding leaves in its states). This class embeds token ids (or takes
+    features), cuts a sequence into segments of `segment_len` positions,
+    the last one padded at the end with masked positions (with
+    `runs_short_segments`, a sequence of known length shorter than a
+    segment runs as it is instead), runs them in turn (unrolled for a known
+    count, an `ops.fori_loop` otherwise), keeps the states of a segment
+    with no valid position, and gives the layer the behaviour of a
+    `keras.layers.RNN` whose step is a segment: `initial_state`,
+    `return_state`, `stateful` with `reset_state()`, and the streaming
+    protocol of `keras_relrec.export.stateful_protocol` with one segment
+    per step.
     """
 
-    # Whether `streaming_step` runs a chunk shorter than a segment as a
-    # segment of its own instead of padding it as `call` does: a memory of
-    # positions takes any number (`TransformerXLGenerator`'s token mode
-    # steps one token at a time); a subclass whose states hold whole
-    # segments says False.
-    streams_short_segments = True
+    # Whether a call or streaming chunk of known length shorter than a
+    # segment runs as a segment of its own: for a memory of positions that
+    # leaves out the padding, the same as padding it, at a fraction of the
+    # cost (`TransformerXLGenerator`'s token mode steps one token at a
+    # time); a subclass whose states hold whole segments says False.
+    runs_short_segments = True
 
     def __init__(
         self,
@@ -189,15 +193,15 @@ class SegmentRecurrence(keras.layers.Layer):
         return [outputs, *new_states] if self.return_state else outputs
 
     def streaming_step(self, inputs, states, mask=None):
-        return self._run(inputs, mask, list(states), False, whole_segments=not self.streams_short_segments)
+        return self._run(inputs, mask, list(states), False)
 
-    def _run(self, inputs, mask, states, training, whole_segments=True):
+    def _run(self, inputs, mask, states, training):
         hidden = self._embed(inputs, training)
         steps = axis_size(hidden, 1)
         if mask is not None:
             mask = ops.cast(mask, "bool")
             hidden = zero_masked(hidden, mask)
-        return self._run_segments(hidden, mask, states, steps, training, whole_segments)
+        return self._run_segments(hidden, mask, states, steps, training)
 
     def _initial_state(self, inputs, initial_state):
         if initial_state is not None:
@@ -229,12 +233,14 @@ class SegmentRecurrence(keras.layers.Layer):
             hidden = self.embedding(ops.cast(inputs, "int32")) * math.sqrt(self.hidden_dim)
         return self.embedding_dropout(hidden, training=training)
 
-    def _segment(self, hidden, mask, states, training):
-        """One segment (batch, segment_len, hidden_dim): (outputs, states)."""
+    def _segment(self, hidden, mask, states, steps, training):
+        """One segment (batch, segment_len or fewer, hidden_dim) of which
+        the first `steps` positions (an int, or a scalar tensor) belong to
+        the sequence and the rest pads it: (outputs, states)."""
         raise NotImplementedError
 
-    def _masked_segment(self, hidden, mask, states, training):
-        outputs, new_states = self._segment(hidden, mask, states, training)
+    def _masked_segment(self, hidden, mask, states, steps, training):
+        outputs, new_states = self._segment(hidden, mask, states, steps, training)
         if mask is not None and new_states:
             # A segment with no valid position leaves the states as they
             # were, as a masked step leaves an RNN's state.
@@ -247,14 +253,14 @@ class SegmentRecurrence(keras.layers.Layer):
             ]
         return outputs, new_states
 
-    def _run_segments(self, hidden, mask, states, steps, training, whole_segments=True):
+    def _run_segments(self, hidden, mask, states, steps, training):
         """Every segment of (batch, steps, d) in turn, the last one padded
-        (unless `whole_segments` is false and there is one): (outputs,
+        (unless `runs_short_segments` and it is the only one): (outputs,
         states)."""
         length = self.segment_len
-        if isinstance(steps, int) and (steps in (0, length) or (steps < length and not whole_segments)):
-            # None, or one segment as it is (the streaming step).
-            return (hidden, states) if steps == 0 else self._masked_segment(hidden, mask, states, training)
+        if isinstance(steps, int) and (steps in (0, length) or (steps < length and self.runs_short_segments)):
+            # None, or one segment as it is.
+            return (hidden, states) if steps == 0 else self._masked_segment(hidden, mask, states, steps, training)
         count = -(-steps // length)
         padding = count * length - steps
         if mask is not None or not isinstance(padding, int) or padding:
@@ -267,7 +273,7 @@ class SegmentRecurrence(keras.layers.Layer):
             for start in range(0, count * length, length):
                 segment_mask = None if mask is None else mask[:, start : start + length]
                 output, states = self._masked_segment(hidden[:, start : start + length], segment_mask, states,
-                                                      training)
+                                                      min(steps - start, length), training)
                 outputs.append(output)
             return ops.concatenate(outputs, axis=1)[:, :steps], states
 
@@ -278,7 +284,8 @@ class SegmentRecurrence(keras.layers.Layer):
             start = index * length
             segment = ops.slice(hidden, (0, start, 0), (-1, length, self.hidden_dim))
             segment_mask = ops.slice(mask, (0, start), (-1, length))
-            output, new_states = self._masked_segment(segment, segment_mask, list(carry[:-1]), training)
+            output, new_states = self._masked_segment(segment, segment_mask, list(carry[:-1]),
+                                                      ops.minimum(steps - start, length), training)
             return (*new_states, ops.slice_update(carry[-1], (0, start, 0), output))
 
         *states, outputs = ops.fori_loop(0, count, body, (*states, ops.zeros_like(hidden)))

@@ -39,11 +39,20 @@ class TransformerXL(SegmentRecurrence):
     (batch, mem_len, hidden_dim), and memory_mask (batch, mem_len) is 1 for
     slots that hold a position (float32).
 
-    A sequence whose length is not a multiple of `segment_len` is padded
-    (masked) at the end; a stream cut into calls continues exactly when each
-    call's length is a multiple of `segment_len`. Masking: a masked
-    position is never attended, in its segment or from memory, its output
-    is zeros, and it keeps its place in the distances; a segment with no
+    A call runs in segments of `segment_len` from its start, the last one
+    shorter where `segment_len` does not divide the call's length (the
+    layer may pad it at the end to compute it, masked, but that padding
+    never enters the memories): after a call of T steps, each layer's
+    memory holds the last `mem_len` positions of [its memory; its T
+    inputs], and memory_mask likewise. A stream cut into calls thus runs as
+    each call cut so, as HuggingFace's TransfoXL runs each call (a segment
+    of its own length), in eager calls, graphs of unknown length and XLA
+    alike; it runs as one call where every call but the last is a whole
+    number of segments. `streaming_step` takes a chunk of up to
+    `segment_len` steps the same way (`TransformerXLGenerator` steps one
+    token at a time). Masking: a masked position is never attended, in its
+    segment or from memory, its output is zeros, and it keeps its place in
+    the distances and in the memories (a masked slot); a segment with no
     valid position leaves the memories as they were (as a masked step
     leaves an RNN's state).
 
@@ -146,20 +155,24 @@ class TransformerXL(SegmentRecurrence):
         specs = [(f"memory_{n}", memory, self.compute_dtype) for n in range(self.num_layers)]
         return specs + [("memory_mask", (self.mem_len,), MASK_DTYPE)]
 
-    def _segment(self, hidden, mask, states, training):
-        """One segment (batch, L, d) through every layer: (outputs, states)."""
+    def _segment(self, hidden, mask, states, steps, training):
+        """One segment (batch, L or fewer, d) through every layer: (outputs,
+        states). The memories take its first `steps` positions, not the
+        padding of a call's last segment after them."""
         memories, memory_mask = states[: self.num_layers], states[self.num_layers :]
         memory_mask = memory_mask[0] if memory_mask else None
         new_memories = []
         for block, memory in zip(self.blocks, memories or [None] * self.num_layers):
+            if memory is not None:
+                # The block's own new memory would take the padding too.
+                new_memories.append(update_memory(memory, hidden, steps))
             result = block(hidden, memory=memory, mask=mask, memory_mask=memory_mask,
                            relative_biases=self._relative_biases(), training=training)
-            hidden, new_memory = result if memory is not None else (result, None)
-            new_memories.append(new_memory)
+            hidden = result if memory is None else result[0]
         if not self.mem_len:
             return hidden, []
         segment_valid = ops.ones(ops.shape(hidden)[:2], MASK_DTYPE) if mask is None else ops.cast(mask, MASK_DTYPE)
-        return hidden, new_memories + [update_memory(memory_mask, segment_valid)]
+        return hidden, new_memories + [update_memory(memory_mask, segment_valid, steps)]
 
     def get_config(self):
         config = {"mem_len": self.mem_len, "same_length": self.blocks[0].get_config()["same_length"]}

@@ -75,27 +75,40 @@ def block_np(block, h, memory, valid, memory_valid, u=None, v=None, offsets=None
 
 
 def backbone_np(model, x, valid):
-    """The paper's segment recurrence, example by example; memories start
-    empty (every slot invalid) and a segment with no valid position leaves
-    them as they were."""
+    """The paper's segment recurrence from empty memories (every slot
+    invalid): the outputs."""
+    M, D, batch = model.mem_len, model.hidden_dim, len(x)
+    empty = [np.zeros((batch, M, D)) for _ in model.blocks] + [np.zeros((batch, M))] if M else []
+    return backbone_call_np(model, x, valid, empty)[0]
+
+
+def backbone_call_np(model, x, valid, states):
+    """One call of the paper's segment recurrence, example by example: x
+    cut into segments of L from its start, the last one shorter when L does
+    not divide the length (a segment of its own, as HuggingFace's TransfoXL
+    runs each call), from the states [memory_0, …, memory_mask] (none
+    without memory); each layer's memory is the last M positions of [its
+    memory; its input]. A segment with no valid position leaves the
+    memories as they were. Returns (outputs, the states after the call)."""
     L, M, D = model.segment_len, model.mem_len, model.hidden_dim
+    layers = len(model.blocks)
+    memories = np.array(states[:layers], "float64") if M else np.zeros((layers, len(x), 0, D))
+    memory_valid = np.asarray(states[layers]) > 0 if M else np.zeros((len(x), 0), bool)
     outputs = np.zeros(x.shape[:2] + (D,))
     for b in range(len(x)):
-        memories = [np.zeros((M, D)) for _ in model.blocks]
-        memory_valid = np.zeros(M, bool)
         for start in range(0, x.shape[1], L):
             h, seg_valid = x[b, start : start + L], valid[b, start : start + L]
             h = np.where(seg_valid[:, None], h, 0.0)
             new_memories = []
             for n, block in enumerate(model.blocks):
                 u, v = tied_biases(model)
-                new_memories.append(np.concatenate([memories[n], h])[-M:] if M else np.zeros((0, D)))
-                h = block_np(block, h, memories[n], seg_valid, memory_valid, u, v)
+                new_memories.append(np.concatenate([memories[n, b], h])[len(seg_valid) :])
+                h = block_np(block, h, memories[n, b], seg_valid, memory_valid[b], u, v)
             outputs[b, start : start + L] = h
             if seg_valid.any():
-                memories = new_memories
-                memory_valid = np.concatenate([memory_valid, seg_valid])[-M:] if M else memory_valid
-    return outputs
+                memories[:, b] = new_memories
+                memory_valid[b] = np.concatenate([memory_valid[b], seg_valid])[len(seg_valid) :]
+    return outputs, [*memories, memory_valid.astype("float64")] if M else []
 
 
 def tied_biases(model):

@@ -16,6 +16,7 @@ from keras_relrec.layers import TransformerXL
 from keras_relrec.layers import TransformerXLBlock
 from tests.export.saved_model_stream import stream_saved_model
 from tests.layers.transformer_xl.numpy_reference import attention_np
+from tests.layers.transformer_xl.numpy_reference import backbone_call_np
 from tests.layers.transformer_xl.numpy_reference import backbone_np
 from tests.layers.transformer_xl.numpy_reference import block_np
 from tests.layers.transformer_xl.numpy_reference import random_weights
@@ -122,6 +123,57 @@ def test_a_sequence_equals_its_segments_fed_in_turn():
     dynamic = keras.Model(inputs, model(inputs)[0])
     np.testing.assert_allclose(dynamic.predict(x[:, :11], verbose=0), whole[:, :11], atol=ATOL)
     np.testing.assert_allclose(tf.function(dynamic, jit_compile=True)(x)[:, :12], whole, atol=ATOL)
+
+
+# How a stream of calls goes on: states fed back, a stateful layer, states
+# fed back to a graph of unknown length (the loop over segments, which
+# pads at run time; TensorFlow alone has such graphs).
+STREAMS = ["fed_back", "stateful"] + (["unknown_length"] if keras.backend.backend() == "tensorflow" else [])
+
+
+@pytest.mark.parametrize("stream", STREAMS)
+@pytest.mark.parametrize("mem_len", [4, 3, 6])
+def test_a_stream_of_calls_runs_each_call_in_its_own_segments(stream, mem_len, precision):
+    """Each call is cut into segments of L from its start, the last one
+    shorter (HuggingFace's TransfoXL runs each call so): the padding that
+    fills a call's last segment never enters the memories, which after a
+    call hold the last M positions of themselves and the call's, masked
+    ones included as masked. Outputs and states after every call are the
+    NumPy recurrence's on the same calls, with M below, equal to and above
+    L."""
+    rng = np.random.default_rng(12)
+    model = make_backbone(segment_len=4, mem_len=mem_len, return_state=True)
+    batch, calls = 2, (1, 3, 1, 5, 2)
+    pieces = [rng.normal(size=(batch, steps, D)) for steps in calls]
+    masks = [np.ones((batch, steps), bool) for steps in calls]
+    masks[2][1] = False  # a call with no valid position leaves the memories
+    masks[3][0, 1] = False  # masked positions keep their place ...
+    masks[4][0, -1] = False  # ... the last one of a call too
+    states = [precision.array(s) for s in model.get_initial_state(batch)]
+    want_states = [s.astype("float64") for s in states]
+    stateful = TransformerXL(**{**model.get_config(), "stateful": True, "name": "stateful"})
+    stateful(keras.Input((None, D), batch_size=batch))
+    stateful.set_weights(model.get_weights())
+
+    def fed_back(x, mask, *states):
+        return model(x, mask=mask, initial_state=list(states))
+
+    if stream == "unknown_length":
+        signature = [tf.TensorSpec((batch, None, D), model.compute_dtype), tf.TensorSpec((batch, None), "bool")]
+        fed_back = tf.function(fed_back, input_signature=signature + [tf.TensorSpec(s.shape, s.dtype)
+                                                                      for s in states])
+    for k, (x, mask) in enumerate(zip(pieces, masks)):
+        if stream == "stateful":
+            got, *states = stateful(precision.array(x), mask=mask)
+        else:
+            got, *states = fed_back(precision.array(x), mask, *states)
+        want, want_states = backbone_call_np(model, x, mask, want_states)
+        message = f"call {k} of {calls[k]} steps"
+        precision.assert_close(got, want, atol=ATOL, err_msg=message)
+        # memory_mask: zeros and ones, exactly.
+        np.testing.assert_array_equal(states[-1], want_states[-1], err_msg=message)
+        for state, want_state in zip(states[:-1], want_states[:-1], strict=True):
+            precision.assert_close(state, want_state, atol=ATOL, err_msg=message)
 
 
 @pytest.mark.parametrize("options", [{}, {"mem_len": 0}], ids=["memory", "no-memory"])
