@@ -39,6 +39,7 @@ from tests.contract.registry import MASK_ENTRIES
 from tests.contract.registry import PROTOCOL_ENTRIES
 from tests.contract.registry import RECURRENT_ENTRIES
 from tests.export.saved_model_stream import ungated_state_reads
+from tests.layers.float64 import float64_policy
 
 ATOL = 1e-5
 HERE = pathlib.Path(__file__).parent
@@ -657,12 +658,8 @@ def assert_builtins_only(summary):
 
 def float64_copy(entry, model, dynamic_length):
     """The same model computed in float64, for the float32 noise floor."""
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("float64")
-    try:
+    with float64_policy():
         copy = entry.make_model(dynamic_length=dynamic_length)
-    finally:
-        keras.config.set_dtype_policy(previous)
     copy.set_weights(model.get_weights())
     return copy
 
