@@ -1,7 +1,8 @@
 """Accelerometer and gyroscope: the Deep Recurrent Relation Transformer on
 two real sensors.
 
-Seed 000's DRRT relates two inputs region by region; its original task (OCT
+The DRRT (Belanger Nzakimuena, "Deep Recurrent Relation Transformer", 2022)
+relates two inputs region by region; its original task (OCT
 scans with visual fields) is not public. UEA's BasicMotions ships inside the
 `aeon` wheel and has two modalities with a natural correspondence: a
 smartwatch's 3-axis accelerometer and 3-axis gyroscope, 100 steps at 10 Hz,
@@ -16,7 +17,7 @@ with a cosine decay from 2e-3, XLA), `--seeds` 5 seeds each:
 - DRRT with fusion by sum, maxout and concatenation (`drrt_classifier`:
   local recurrence M = 5 on each sensor's 16 features, the interaction
   transformer with relation maps of 16 units and local recurrence (16
-  units) over the maps, average fusion, a 32-16 classifier), as the seed
+  units) over the maps, average fusion, a 32-16 classifier), as the DRRT note
   writes eq. (5);
 - DRRT (dot): the same with Ψ_ij = u_i·v_j (eq. 5 as written is an outer
   sum, under which a global map's rows are all equal);

@@ -29,8 +29,9 @@ def drrt_classifier(
     seed=None,
     name=None,
 ):
-    """DRRT (seed 000), or the Deep Relation Transformer without local
-    recurrence, for two sequences; outputs logits.
+    """DRRT (Belanger Nzakimuena, "Deep Recurrent Relation Transformer",
+    2022), or the Deep Relation Transformer without local recurrence, for
+    two sequences; outputs logits.
 
     ```
     x_1 (n, d_1) → [Masking] → LR(SimpleRNNCell) → Dense(σ)  = A'   eqs. (1)–(2)
@@ -42,7 +43,7 @@ def drrt_classifier(
 
     Z_ab has n rows and Z_ba m, so "average fusion" averages each over its
     positions and then the two vectors. With `local_recurrence=False` (the
-    Deep Relation Transformer, the seed's baseline) the features are
+    Deep Relation Transformer, the DRRT's baseline) the features are
     Dense(σ) of each step alone and the relation maps have no recurrence.
 
     Args:

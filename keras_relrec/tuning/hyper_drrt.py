@@ -9,7 +9,8 @@ from keras_relrec.tuning import hyper_model
 
 
 class HyperDRRT(hyper_model.SequenceHyperModel):
-    """The two-input DRRT classifier of seed 000, or the Deep Relation
+    """The two-input DRRT classifier (Belanger Nzakimuena, "Deep Recurrent
+    Relation Transformer", 2022), or the Deep Relation
     Transformer without local recurrence (`drrt_classifier`), as a
     keras-tuner HyperModel. `x` is a list of the two inputs (or a dict by
     `input_names`).

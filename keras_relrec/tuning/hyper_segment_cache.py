@@ -11,7 +11,7 @@ from keras_relrec.tuning.hyper_transformer_xl import HyperTransformerXL
 class HyperSegmentCache(HyperTransformerXL):
     """`HyperTransformerXL` with the segment cache (`SegmentCacheTransformer`:
     a cache of N segments keyed by a summary, the top k recalled by
-    relevance; seed 001) in place of Transformer-XL's FIFO memory.
+    relevance) in place of Transformer-XL's FIFO memory.
 
     Hyperparameters (names are stable; those of `HyperTransformerXL` with
     `mem_len` replaced by `num_slots`, `top_k`, `query` and `summary`):

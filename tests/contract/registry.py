@@ -469,7 +469,7 @@ ENTRIES = [
     ),
     Entry(
         layers.SegmentCacheTransformer,
-        # The seed's query with the BiLSTM summary; three segments, the last
+        # The design note's query with the BiLSTM summary; three segments, the last
         # padded, the third recalling one of two. Segments are unrolled, so
         # every one more lengthens each check of the entry.
         {"num_layers": 1, "num_heads": 2, "head_size": 3, "hidden_dim": 4, "intermediate_dim": 5,

@@ -20,8 +20,9 @@ class LocalRecurrence(keras.layers.Layer):
     """Runs a recurrent cell over the M most recent steps at every position.
 
     The local RNN of R-Transformer (Wang et al., "R-Transformer: Recurrent
-    Neural Network Enhanced Transformer", 2019), which seed 000 puts in front
-    of every relation module. For inputs x_1 … x_T and a cell f with zero
+    Neural Network Enhanced Transformer", 2019), which the Deep Recurrent
+    Relation Transformer (Belanger Nzakimuena, 2022) puts in front of every
+    relation module. For inputs x_1 … x_T and a cell f with zero
     initial state s_0:
 
     ```
@@ -35,7 +36,7 @@ class LocalRecurrence(keras.layers.Layer):
     zeros run through the cell as steps (they are not skipped), as in the
     reference code.
 
-    Seed 000's equations (1)–(2), h_t = σ_h(U A_t + V h_{t−1} + b) and
+    The DRRT's equations (1)–(2), h_t = σ_h(U A_t + V h_{t−1} + b) and
     A'_t = σ(W h_t + b), are `LocalRecurrence(keras.layers.SimpleRNNCell(d,
     activation=σ_h), M)` followed by `keras.layers.Dense(d, activation=σ)`.
 

@@ -18,9 +18,10 @@ from keras_relrec.utils.registration import register_layer
 class GlobalRelation(keras.layers.Layer):
     """Global relation maps α^g and β^g between two sequences A' and B'.
 
-    Seed 000 (the Deep Recurrent Relation Transformer, after Song et al.,
-    "Deep Relation Transformer for Diagnosing Glaucoma with Optical
-    Coherence Tomography and Visual Field Function", IEEE TMI 2021),
+    Belanger Nzakimuena, "Deep Recurrent Relation Transformer" (2022),
+    after Song et al., "Deep Relation Transformer for Diagnosing Glaucoma
+    with Optical Coherence Tomography and Visual Field Function", IEEE TMI
+    2021:
     eqs. (3)–(5). For A' = (a'_1 … a'_n) of d_A' features and B' = (b'_1 …
     b'_m) of d_B':
 
@@ -30,7 +31,7 @@ class GlobalRelation(keras.layers.Layer):
     β^g_ij = softmax_i(Ψ^g_ij / sqrt(d_A'))              (4)  A's positions weighed for each b'_j
     ```
 
-    The seed does not say along which axis each softmax runs; α's rows
+    The DRRT note does not say along which axis each softmax runs; α's rows
     (over j) and β's columns (over i) are the reading under which eqs.
     (10)–(11), T_{b'→a'_i} = Σ_j α_ij W b'_j and T_{a'→b'_j} = Σ_i β_ij W
     a'_i, are weighted means. Both maps are returned as (batch, n, m).

@@ -25,10 +25,10 @@ class InteractionTransformer(keras.layers.Layer):
     """Relation maps, local recurrence over them, information transformation
     and fusion: Z_ab and Z_ba from A' and B'.
 
-    Seed 000 (the Deep Recurrent Relation Transformer, after Song et al.,
-    "Deep Relation Transformer for Diagnosing Glaucoma with Optical
-    Coherence Tomography and Visual Field Function", IEEE TMI 2021), section
-    3. For A' (batch, n, d) and B' (batch, m, d), σ ∈ {g, r(1) … r(K)}:
+    Belanger Nzakimuena, "Deep Recurrent Relation Transformer" (2022),
+    after Song et al., "Deep Relation Transformer for Diagnosing Glaucoma
+    with Optical Coherence Tomography and Visual Field Function", IEEE TMI
+    2021: section 3. For A' (batch, n, d) and B' (batch, m, d), σ ∈ {g, r(1) … r(K)}:
 
     ```
     α^σ, β^σ                          `GlobalRelation`, `RegionalRelation` (eqs. 3–9)

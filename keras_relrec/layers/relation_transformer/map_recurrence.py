@@ -1,5 +1,5 @@
-"""Local recurrence over the rows of relation maps (seed 000, the equation
-before eq. 10)."""
+"""Local recurrence over the rows of relation maps (the DRRT, Belanger
+Nzakimuena 2022: the equation before eq. 10)."""
 
 import keras
 from keras import ops
@@ -9,7 +9,7 @@ from keras_relrec.utils.initializers import clone_initializer
 
 
 class MapRecurrence(keras.layers.Layer):
-    """Eqs. (1)–(2) of seed 000 run down a relation map's rows; a part of
+    """Eqs. (1)–(2) of the DRRT run down a relation map's rows; a part of
     `InteractionTransformer`.
 
     A map (batch, [K,] rows, cols) is read as a sequence of rows, each a

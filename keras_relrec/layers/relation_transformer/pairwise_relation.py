@@ -1,5 +1,6 @@
-"""The pairwise function Ψ(a_i, b_j) of the relation modules (seed 000,
-eqs. 5 and 7), for every pair at once without the n·m concatenations."""
+"""The pairwise function Ψ(a_i, b_j) of the relation modules (the DRRT,
+Belanger Nzakimuena 2022, eqs. 5 and 7), for every pair at once without
+the n·m concatenations."""
 
 import keras
 from keras import ops

@@ -1,6 +1,6 @@
 """Region maps of the guided regional relation module: which positions of
-A and of B belong to each of K corresponding regions (R^{r(k)} of seed 000,
-eq. 8)."""
+A and of B belong to each of K corresponding regions (R^{r(k)} of the DRRT,
+Belanger Nzakimuena 2022, eq. 8)."""
 
 import numbers
 

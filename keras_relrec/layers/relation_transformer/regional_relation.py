@@ -22,9 +22,10 @@ from keras_relrec.utils.registration import register_layer
 class RegionalRelation(keras.layers.Layer):
     """Guided regional relation maps α^{r(k)} and β^{r(k)}, k = 1 … K.
 
-    Seed 000 (the Deep Recurrent Relation Transformer, after Song et al.,
-    "Deep Relation Transformer for Diagnosing Glaucoma with Optical
-    Coherence Tomography and Visual Field Function", IEEE TMI 2021),
+    Belanger Nzakimuena, "Deep Recurrent Relation Transformer" (2022),
+    after Song et al., "Deep Relation Transformer for Diagnosing Glaucoma
+    with Optical Coherence Tomography and Visual Field Function", IEEE TMI
+    2021:
     eqs. (6)–(9). A' (batch, n, d_A') and B' (batch, m, d_B') are divided
     into K corresponding regions A'_k, B'_k (`regions`):
 
@@ -41,7 +42,7 @@ class RegionalRelation(keras.layers.Layer):
     R = 0 in eq. (7) would give them; a row of α^{r(k)} whose a'_i is not
     in A'_k (a column of β whose b'_j is not in B'_k) is all zeros. Each
     other row of α^{r(k)} sums to 1/C_r, and each column of β to 1/C'_r
-    (the seed says β is computed "in a similar way"; C'_r takes d_A' as β^g
+    (the DRRT note says β is computed "in a similar way"; C'_r takes d_A' as β^g
     does in eq. 4). W_r, W_a' and W_b' are shared by the K regions; they
     are this layer's own, apart from the global module's. `pairwise`
     chooses the form of W_r[·;·] as in `GlobalRelation`: as written

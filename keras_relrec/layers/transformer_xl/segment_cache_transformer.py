@@ -22,15 +22,16 @@ class SegmentCacheTransformer(SegmentRecurrence):
     """A Transformer-XL whose memory is a cache of the N last segments, of
     which the k most relevant to the current segment are recalled.
 
-    The cache-based recurrent transformer of the project's seed 002 (no
-    public implementation; nearest relatives: Landmark attention's block
-    retrieval, Memorizing Transformers). The backbone is Transformer-XL
+    The cache-based recurrent transformer of the design note "Cache-based
+    Recurrent Transformer Network" (no paper and no public implementation;
+    nearest relatives: Landmark attention's block retrieval, Memorizing
+    Transformers). The backbone is Transformer-XL
     (Dai et al. 2019): `num_layers` `TransformerXLBlock`s. For segment X_t
     (L positions), the cache {K_s, V_s}, s = 1..N (slot N the newest), and
     the summary S (`SegmentSummary`, one `summary` kind):
 
     ```
-    query:    q = S(X_t)                    (query="standard", the seed's)
+    query:    q = S(X_t)                    (query="standard", the note's)
               q = S(Transformer(X_t))       ("compute_first": the stack run
                                              on X_t alone, same weights)
               q = S(SG(h_(t−1)^m))          ("causal": the previous segment)
@@ -43,19 +44,19 @@ class SegmentCacheTransformer(SegmentRecurrence):
               K_N = SG(S(h_t^m))
     ```
 
-    Decisions the seed leaves open:
+    Decisions the note leaves open:
 
     - **Keys.** A segment's key is `S` of its last layer's output, `summary_dim`
       wide; V_s holds the segment's input to every layer (as Transformer-XL's
       memories), so that layer n recalls V^(n−1).
-    - **No 1/sqrt(d_key)** in α, as the seed writes it: divided, the logits
+    - **No 1/sqrt(d_key)** in α, as the note writes it: divided, the logits
       stayed small beside the exploration's noise, α near uniform and the
       recall close to random in the long-range recall tutorial (50–83%
       validation accuracy there, 94% without).
     - **Empty slots** (the first N segments of a stream) are masked before
       the softmax and never recalled: with fewer than k filled slots, the
       others come back with α = 0 and all their positions masked.
-    - **α is not renormalised** over the k recalled slots (the seed takes
+    - **α is not renormalised** over the k recalled slots (the note takes
       the top k of the softmax over all N): renormalised, k = 1 would give
       α = 1 and no gradient to the summary. The summary learns through α,
       which scales the recalled values (values only: the projections have

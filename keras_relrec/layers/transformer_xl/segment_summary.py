@@ -18,8 +18,8 @@ class SegmentSummary(keras.layers.Layer):
     """Summarises a segment of L positions into one vector, the key by which
     the segment cache files and recalls segments.
 
-    The cache-based recurrent transformer of the project's seed 002 (no
-    public implementation) names three summaries; each is a `kind` here.
+    The design note "Cache-based Recurrent Transformer Network" (no paper,
+    no public implementation) names three summaries; each is a `kind` here.
     For a segment h (L positions, the valid ones V) and width `units`:
 
     ```
@@ -29,7 +29,7 @@ class SegmentSummary(keras.layers.Layer):
                                         direction over V, its two final states)
     ```
 
-    The seed gives the per-position maps; pooling after the non-linearity
+    The note gives the per-position maps; pooling after the non-linearity
     (a mean over the valid positions) makes one key per segment whatever
     its padding. The BiLSTM reads the order of the positions, the others do
     not. A segment with no valid position gives zeros.

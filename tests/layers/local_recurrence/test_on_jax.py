@@ -1,5 +1,5 @@
 """The backend-neutral tests of the local-recurrence family — the NumPy
-window loops, masking, chunking, the seed's equations, the block's
+window loops, masking, chunking, the DRRT's equations, the block's
 equations and the goldens of the public R-Transformer code — run again on
 JAX, in a process of its own, in make test-slow (make test's budget: the
 contract suite runs the family's layers on JAX)."""

@@ -1,5 +1,5 @@
-"""Seed 000's equations in float64 NumPy, one example at a time, written
-from the seed (loops over positions and pairs), for the family's tests."""
+"""The DRRT's equations (Belanger Nzakimuena 2022) in float64 NumPy, one
+example at a time, written from the note (loops over positions and pairs), for the family's tests."""
 
 import keras
 import numpy as np

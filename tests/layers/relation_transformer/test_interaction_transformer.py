@@ -1,4 +1,4 @@
-"""InteractionTransformer and drrt_classifier against seed 000's eqs.
+"""InteractionTransformer and drrt_classifier against the DRRT's eqs.
 (1)–(15) in float64 NumPy, with masks and a region map that is not the
 default."""
 

@@ -1,4 +1,4 @@
-"""GlobalRelation and RegionalRelation against seed 000's eqs. (3)–(9) in
+"""GlobalRelation and RegionalRelation against the DRRT's eqs. (3)–(9) in
 float64 NumPy, with masks and a region map that is not the default; the
 layers run under the float64 policy (tests/layers/float64.py)."""
 

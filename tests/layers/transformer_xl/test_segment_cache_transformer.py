@@ -1,7 +1,7 @@
 """The segment cache against its equations in float64 NumPy (in float32 and
 under the float64 policy, tests/layers/float64.py), its reduction
 to Transformer-XL, causality of the causal query (and the leak of the
-seed's), where gradients flow, empty slots, and streaming by segments.
+design note's), where gradients flow, empty slots, and streaming by segments.
 
 Every test here but the NumPy and export ones is written with `keras.ops`
 and runs on JAX too (`test_on_jax`)."""
