@@ -13,6 +13,15 @@ import numpy as np
 from keras_relrec import layers
 
 
+def cell_config(cell):
+    """A cell's serialized config without its dtype policy: the cell each
+    entry makes from it takes the policy in force then, as a cell written
+    in the code would (the config would pin the policy of import time)."""
+    config = keras.saving.serialize_keras_object(cell)
+    config["config"].pop("dtype", None)
+    return config
+
+
 @dataclasses.dataclass
 class Entry:
     """A public layer or cell, a small configuration and its input.
@@ -495,8 +504,8 @@ ENTRIES = [
     Entry(
         layers.LocalRecurrence,
         # Keras' GRU over windows of 3, given as a cell's config (each entry
-        # makes a fresh cell).
-        {"cell": keras.saving.serialize_keras_object(keras.layers.GRUCell(4, bias_initializer="random_normal")),
+        # makes a fresh cell, in the dtype policy in force).
+        {"cell": cell_config(keras.layers.GRUCell(4, bias_initializer="random_normal")),
          "window_size": 3},
         (7, 3),
         bad_kwargs=[
@@ -512,7 +521,7 @@ ENTRIES = [
         layers.LocalRecurrence,
         # A cell of the package over windows of 4, three positions at a time
         # (the last chunk padded).
-        {"cell": keras.saving.serialize_keras_object(layers.PeepholeLSTMCell(4)), "window_size": 4,
+        {"cell": cell_config(layers.PeepholeLSTMCell(4)), "window_size": 4,
          "chunk_size": 3},
         (8, 3),
         variant="chunked-peephole",

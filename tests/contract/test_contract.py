@@ -204,6 +204,19 @@ def test_jit_compile_matches_eager(entry):
     assert_close(model.predict(x, batch_size=2, verbose=0), model(x))
 
 
+# 6a. float64 all the way: under the float64 policy every weight, state and
+# output is float64 (a float32 detour that shows in a dtype fails here for
+# every layer; the families' NumPy tests hold the values to 1e-10).
+@entries
+def test_float64_policy_is_float64_all_the_way(entry):
+    with float64_policy():
+        model = entry.make_model()
+        outputs = model(each_input(entry, entry.make_input(), lambda v: v.astype("float64")))
+    assert all(w.dtype == "float64" for w in model.weights), [(w.path, w.dtype) for w in model.weights]
+    for o in as_list(outputs):
+        assert keras.backend.standardize_dtype(o.dtype) == "float64"
+
+
 # 6. Mixed precision.
 @entries
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
