@@ -1,7 +1,9 @@
 """The HyperModels of keras_relrec.tuning: documented spaces, fixed values
 and hyperparameter objects, searches with each keras-tuner tuner whose best
 model reloads and exports, the per-trial k-means codebook, TABL's class
-weights. Backend-neutral; `test_on_jax` reruns a selection on JAX."""
+weights. Backend-neutral: the tests marked `jax` run again on JAX in make
+check, those marked `jax_slow` (every search) in make test-slow, with
+KERAS_RELREC_SLOW_TESTS=1 (every best model then exports)."""
 
 import inspect
 import math
@@ -17,20 +19,21 @@ import numpy as np
 import pytest
 
 from keras_relrec import tuning
-from tests.jax_rerun import pytest_on_jax
 from tests.tuning.registry import ENTRIES
 
 HERE = pathlib.Path(__file__).parent
 entries = pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.id)
 TUNERS = ("RandomSearch", "Hyperband", "BayesianOptimization")
-# make test searches each tuner once, on three families; make test-slow every pair.
+# make test searches each tuner once, on three families, and make check again
+# on JAX; make test-slow every pair, and every pair again on JAX.
 QUICK = {("HyperRelationalMemory", "RandomSearch"), ("HyperTABL", "Hyperband"),
          ("HyperNBoF", "BayesianOptimization")}
-SEARCHES = [pytest.param(e, t, id=f"{e.id}-{t}", marks=() if (e.id, t) in QUICK else pytest.mark.slow)
+SEARCHES = [pytest.param(e, t, id=f"{e.id}-{t}",
+                         marks=[pytest.mark.jax if (e.id, t) in QUICK else pytest.mark.slow, pytest.mark.jax_slow])
             for e in ENTRIES for t in TUNERS]
 # On another backend the best model exports through a TensorFlow process of
-# its own (15 s): make test takes that path for one of its searches, and
-# make test-slow for every search.
+# its own (15 s): make check takes that path for one of its searches, and
+# make test-slow (KERAS_RELREC_SLOW_TESTS=1) for every search.
 EXPORTED_ON_EVERY_BACKEND = ("HyperRelationalMemory", "RandomSearch")
 
 
@@ -172,6 +175,7 @@ def test_only_the_given_hyperparameters_are_tuned(tmp_path):
     assert math.isclose(float(keras.ops.convert_to_numpy(best.optimizer.learning_rate)), 0.01, rel_tol=1e-6)
 
 
+@pytest.mark.jax
 def test_nbof_codebook_comes_from_each_trials_training_part():
     """k-means sees the sequences `fit` trains on: with `validation_split`,
     the validation part (here far from the training clusters) moves no
@@ -196,6 +200,7 @@ def test_nbof_codebook_comes_from_each_trials_training_part():
     assert codebooks[0] is not codebooks[1]
 
 
+@pytest.mark.jax
 def test_nbof_fit_on_a_dataset_asks_for_codebook_data():
     hypermodel = tuning.HyperNBoF((5, 2), 2, num_codewords=3, attention="none")
     hp = keras_tuner.HyperParameters()
@@ -215,18 +220,3 @@ def test_tabl_fit_weights_classes_as_the_paper(monkeypatch):
     assert seen[0] == pytest.approx({0: 6 / 9, 1: 6 / 3, 2: 6 / 6})
     hypermodel.fit(hp, model, np.zeros((6, 10, 6), "float32"), y, class_weight={0: 1.0})
     assert seen[1] == {0: 1.0}  # a given weighting is kept
-
-
-def test_on_jax():
-    """The searches of `make test` (each tuner once) and the per-trial
-    codebook, on JAX; a best model exports through a `.keras` file."""
-    quick = " or ".join(f"{m}-{t}" for m, t in sorted(QUICK))
-    pytest_on_jax([HERE / "test_hyper_models.py"], f"(search_and_the_best_model and ({quick})) or codebook")
-
-
-@pytest.mark.slow
-def test_every_search_on_jax(monkeypatch):
-    """Every HyperModel with every tuner, on JAX, every best model exported."""
-    monkeypatch.setenv("KERAS_RELREC_SLOW_TESTS", "1")
-    pytest_on_jax([HERE / "test_hyper_models.py"], "search_and_the_best_model", marks="slow or not slow")
-

@@ -3,8 +3,8 @@ under the float64 policy, tests/layers/float64.py), its reduction
 to Transformer-XL, causality of the causal query (and the leak of the
 design note's), where gradients flow, empty slots, and streaming by segments.
 
-Every test here but the NumPy and export ones is written with `keras.ops`
-and runs on JAX too (`test_on_jax`)."""
+The tests written with `keras.ops` that tests/layers/conftest.py lists
+run again on JAX in make test-slow (`jax_slow`)."""
 
 
 import keras
@@ -16,7 +16,6 @@ from keras_relrec.layers import SegmentCacheTransformer
 from keras_relrec.layers import SegmentSummary
 from keras_relrec.layers import TransformerXL
 from tests.export.saved_model_stream import stream_saved_model
-from tests.jax_rerun import pytest_on_jax
 from tests.layers.transformer_xl.numpy_reference import cache_np
 from tests.layers.transformer_xl.numpy_reference import random_weights
 from tests.layers.transformer_xl.numpy_reference import summary_np
@@ -25,7 +24,6 @@ ATOL = 1e-5
 H, DH, D, DI, L, N = 2, 3, 6, 10, 3, 3
 BACKBONE = {"num_layers": 2, "num_heads": H, "head_size": DH, "hidden_dim": D, "intermediate_dim": DI,
             "segment_len": L}
-JAX_TESTS = "reduces or causal or leaks or gradient or empty or fed_in_turn or short_calls or explored"
 
 
 def make_cache(**kwargs):
@@ -313,15 +311,6 @@ def test_bad_arguments_name_themselves():
         model(np.zeros((2, L, D), "float32"),
               initial_state=[np.zeros((2, N + 1, D), "float32")] + [np.zeros(s) for s in ((2, N, L, D),) * 2]
               + [np.zeros((2, N, L)), np.zeros((2, L, D))])
-
-
-# 95 s: in make test-slow, to keep make test within its budget; the contract
-# suite runs both cache entries on JAX in make test (outputs, a training
-# step, masking).
-@pytest.mark.slow
-def test_on_jax():
-    """The backend-neutral tests above, run again on JAX."""
-    pytest_on_jax([__file__], f"({JAX_TESTS}) and not on_jax")
 
 
 def test_saved_model_step_by_segment(tmp_path):
