@@ -1,10 +1,9 @@
 """Repository rules a reviewer would otherwise check by hand."""
 
-import os
 import pathlib
 import re
-import subprocess
-import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).parent.parent
 INTERNALS = ROOT / "keras_relrec" / "utils" / "keras_internals.py"
@@ -55,51 +54,36 @@ def test_constraints_pin_registry_releases_only():
     assert pins and not offenders, offenders
 
 
-def fixture_setups_on_two_workers(tmp_path, scope, mark=""):
-    """Runs eight tests using a `scope` fixture (each marked `mark`) and
-    eight that do not, under `-n 2 --dist loadgroup` in `tmp_path`; the
-    workers that set the fixture up, one line per setup."""
-    (tmp_path / "test_setups.py").write_text(
-        "import os, pytest\n"
-        f"@pytest.fixture(scope={scope!r})\n"
-        "def shared():\n"
-        "    with open(os.environ['SETUPS'], 'a') as f:\n"
-        "        f.write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n"
-        + mark
-        + "@pytest.mark.parametrize('a', range(8))\n"
-        "def test_shared(a, shared):\n"
-        "    pass\n"
-        "@pytest.mark.parametrize('a', range(8))\n"
-        "def test_free(a):\n"
-        "    pass\n"
-    )
-    setups = tmp_path / "setups.txt"
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
-         "test_setups.py"],
-        cwd=tmp_path, env={**os.environ, "SETUPS": str(setups)}, capture_output=True, text=True,
-    )
-    assert result.returncode == 0, result.stdout[-2000:]
-    return setups.read_text().split()
+@pytest.fixture(scope="module")
+def module_resource():
+    """A module-scoped fixture, so that the check below has a test using one
+    (itself) whatever the session collected."""
+    return object()
 
 
-def test_xdist_groups_run_on_one_worker(tmp_path):
-    """`make test` runs `--dist loadgroup` so that the tests of one
-    `xdist_group` share a worker and its session fixture (the contract's
-    other-backends results, minutes to compute) is computed once: with the
-    installed pytest and pytest-xdist, a session fixture of a group is set
-    up by one worker only."""
-    setups = fixture_setups_on_two_workers(tmp_path, "session", "@pytest.mark.xdist_group('g')\n")
-    assert len(setups) == 1, setups
-
-
-def test_a_module_fixture_is_set_up_once(tmp_path):
-    """With the suite's conftest, the tests that use a module-scoped fixture
-    (a reference model loaded or converted) run on one worker, which sets
-    it up once."""
-    (tmp_path / "conftest.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-        "from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n"
-    )
-    setups = fixture_setups_on_two_workers(tmp_path, "module")
-    assert len(setups) == 1, setups
+def test_tests_sharing_a_module_fixture_share_an_xdist_group(request, module_resource):
+    """`make test` runs `--dist loadgroup`, which runs the tests of one
+    `xdist_group` on one worker. tests/conftest.py groups the tests of a
+    module that use a module-scoped fixture (a reference model loaded or
+    converted), so that one worker sets the fixture up once: checked over
+    this session's tests (the whole suite in make test). On a worker of
+    `--dist loadgroup` the group is in the node id, where xdist's scheduler
+    reads it (the conftest's hook ran before xdist's)."""
+    loadgroup = getattr(request.config.option, "loadgroup", False)
+    groups = {}  # (module, fixture): the groups of the tests using it
+    for item in request.session.items:
+        fixtures = item._fixtureinfo.name2fixturedefs if hasattr(item, "_fixtureinfo") else {}
+        # The last definition of a name is the one the test gets.
+        shared = [name for name, defs in fixtures.items() if defs and defs[-1].scope == "module"]
+        if not shared:
+            continue
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        assert names, f"{item.nodeid} uses the module-scoped {shared} but has no xdist_group"
+        if loadgroup:
+            assert item.nodeid.endswith("@" + "_".join(names)), item.nodeid
+        for name in shared:
+            groups.setdefault((item.nodeid.split("::")[0], name), set()).add(tuple(names))
+    assert (pathlib.Path(__file__).relative_to(ROOT).as_posix(), "module_resource") in groups
+    split = {key: names for key, names in groups.items() if len(names) > 1}
+    assert not split, split
