@@ -1,19 +1,25 @@
-# The two commands of the README: `make demo` and `make test`. Each creates
-# .venv on first use and (re)installs when setup.py, pyproject.toml or
-# constraints.txt change. constraints.txt pins the exact versions tested.
+# The README's commands: `make demo`, `make test` (the everyday tier) and
+# `make check` (what CI runs). Each creates .venv on first use and
+# (re)installs when setup.py, pyproject.toml or constraints.txt change.
+# constraints.txt pins the exact versions tested. The tiers are pytest
+# markers (pyproject.toml): `make test` runs the tests with none of them,
+# `make check` adds `check` and reruns `jax` on JAX, `make test-slow` runs
+# `slow` and reruns `jax_slow` on JAX.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 INSTALL_INPUTS := setup.py pyproject.toml constraints.txt
+# torch and transformers, for the live parity reruns (test-parity, test-slow).
+REFERENCE := .venv-reference
 # Two pytest workers: the suite is CPU-bound and the reference machine has
 # two cores. loadgroup: tests sharing a costly per-process fixture (marked
 # xdist_group, or using a module-scoped one: tests/conftest.py) run on one
 # worker.
 WORKERS ?= 2
 
-.PHONY: demo test lint test-slow test-parity bench bench-ucr clean
+.PHONY: demo test check lint test-slow test-parity bench bench-ucr clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -46,20 +52,35 @@ $(OLD_RUNTIME)/.installed:
 # each with a pool of two threads, spent a fifth of their time contending
 # (the contract's XLA, training and TFLite checks: 141 s against 108 s; two
 # JAX reruns side by side: 40 s against 36 s).
-test: lint $(OLD_RUNTIME)/.installed
-	OLD_RUNTIME_PYTHON=$(OLD_RUNTIME)/bin/python TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1 \
-		XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
-		$(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup
+ONE_THREAD := TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1 \
+	XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+PYTEST := $(ONE_THREAD) OLD_RUNTIME_PYTHON=$(OLD_RUNTIME)/bin/python $(PY) -m pytest -q -p no:cacheprovider
+PARALLEL := -n $(WORKERS) --dist loadgroup
 
-# Long work left out of `make test`: full tutorials, benchmarks in their
-# quick mode, the JAX reruns of whole families.
-test-slow: $(VENV)/.installed-test $(OLD_RUNTIME)/.installed
-	OLD_RUNTIME_PYTHON=$(OLD_RUNTIME)/bin/python $(PY) -m pytest -q -p no:cacheprovider -m slow
+# Lint, every family's equations against NumPy, the Keras contract of every
+# layer on TensorFlow, one LiteRT export per family.
+test: lint
+	$(PYTEST) $(PARALLEL) -m "not slow and not check"
+
+# `make test`'s tests and every check that guards a promise of the README,
+# on TensorFlow; the backend-neutral ones again on JAX; the contract's
+# golden outputs and training steps again on TensorFlow's portable kernels
+# (oneDNN off, as on CPUs it does not tune for).
+check: lint $(OLD_RUNTIME)/.installed
+	$(PYTEST) $(PARALLEL) -m "not slow"
+	KERAS_BACKEND=jax $(PYTEST) $(PARALLEL) -m "jax and not slow"
+	TF_ENABLE_ONEDNN_OPTS=0 $(PYTEST) $(PARALLEL) -m "not slow" tests/contract/test_backends.py
+
+# Long work: full tutorials, benchmarks in their quick mode, multi-process
+# distribution, the live parity reruns (R_TRANSFORMER: see test-parity) and
+# the long backend-neutral tests again on JAX.
+test-slow: $(VENV)/.installed-test $(OLD_RUNTIME)/.installed $(REFERENCE)/.installed
+	REFERENCE_PYTHON=$(REFERENCE)/bin/python R_TRANSFORMER=$(R_TRANSFORMER) $(PYTEST) -m slow
+	KERAS_BACKEND=jax KERAS_RELREC_SLOW_TESTS=1 $(PYTEST) -m jax_slow
 
 # Parity, live: a second environment with torch and transformers 4.35.0
 # regenerates the committed golden arrays of HuggingFace's TransfoXL and of
 # the public R-Transformer code.
-REFERENCE := .venv-reference
 $(REFERENCE)/.installed:
 	$(PYTHON) -m venv $(REFERENCE)
 	$(REFERENCE)/bin/python -m pip --disable-pip-version-check -q install torch==2.13.0 transformers==4.35.0 numpy
@@ -67,7 +88,7 @@ $(REFERENCE)/.installed:
 
 # R_TRANSFORMER: a checkout of DSE-MSU/R-transformer, for its goldens.
 test-parity: $(VENV)/.installed-test $(REFERENCE)/.installed
-	REFERENCE_PYTHON=$(REFERENCE)/bin/python R_TRANSFORMER=$(R_TRANSFORMER) $(PY) -m pytest -q -p no:cacheprovider \
+	REFERENCE_PYTHON=$(REFERENCE)/bin/python R_TRANSFORMER=$(R_TRANSFORMER) $(PY) -m pytest -q -p no:cacheprovider -m "" \
 		tests/migrate/test_hf_transfo_xl.py tests/layers/local_recurrence/test_r_transformer_goldens.py
 
 # Every benchmark, each rewriting its section of benchmarks/RESULTS.md

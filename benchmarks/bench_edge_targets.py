@@ -13,7 +13,7 @@ outputs from Keras', and the share of examples with Keras' answer.
     python benchmarks/bench_edge_targets.py            # its section of RESULTS.md
     python benchmarks/bench_edge_targets.py --quick --output /tmp/edge.md   # a few examples
 
-tflite-runtime 2.14 runs in its own environment (`make test` creates
+tflite-runtime 2.14 runs in its own environment (`make check` creates
 .venv-tflite-2.14; or set OLD_RUNTIME_PYTHON).
 """
 

@@ -1,4 +1,4 @@
-"""`make demo`'s job (in `make test`) and every benchmark script in its
+"""`make demo`'s job (in `make check`) and every benchmark script in its
 quick mode (`make test-slow`: benchmarks are slow work), so that neither
 can rot."""
 

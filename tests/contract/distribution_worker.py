@@ -22,7 +22,7 @@ import keras
 import numpy as np
 
 import keras_relrec  # noqa: F401  (registers the layers)
-from tests.contract.backend_worker import unpack
+from tests.contract.npz import unpack
 
 GLOBAL_BATCH = 4
 

@@ -1,8 +1,9 @@
 """The contract registry: one entry per public layer or cell.
 
-Every entry is held to every check in `test_contract.py`. A new public layer
-joins by adding one `Entry` here; `test_every_public_layer_has_an_entry`
-fails until it does.
+Every entry is held to every check of the contract (one module per property,
+listed in `conformance.py`). A new public layer joins by adding one `Entry`
+here (and its golden arrays: tests/goldens/make_backend_goldens.py);
+`test_every_public_layer_has_an_entry` fails until it does.
 """
 
 import dataclasses

@@ -2,8 +2,8 @@
 steps on two devices equal those on one device with the same global batch
 (within float32 tolerance): `tf.distribute.MirroredStrategy` over two
 logical CPUs, and JAX's `keras.distribution.DataParallel` over two host
-devices. Each backend trains every entry in a process of its own (a couple
-of minutes each): `make test-slow`."""
+devices. Each backend trains every entry in a process of its own, where
+the devices are set up before the backend starts: `make check`."""
 
 import os
 import pathlib
@@ -14,13 +14,16 @@ import keras
 import numpy as np
 import pytest
 
-from tests.contract.backend_worker import pack
+from tests.contract.conformance import ATOL
+from tests.contract.conformance import STATEFUL_ENTRIES
+from tests.contract.npz import pack
 from tests.contract.registry import ENTRIES
-from tests.contract.test_contract import STATEFUL_ENTRIES
+
+# Distribution on one process (several replicas of one CPU).
+pytestmark = pytest.mark.check
 
 HERE = pathlib.Path(__file__).parent
 ROOT = HERE.parent.parent
-ATOL = 1e-5
 ENVIRONMENTS = {
     "tensorflow": {"KERAS_BACKEND": "tensorflow"},
     "jax": {"KERAS_BACKEND": "jax", "XLA_FLAGS": "--xla_force_host_platform_device_count=2"},
@@ -63,14 +66,12 @@ def trained(cases):
     return cases
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("backend", list(ENVIRONMENTS))
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.id)
 def test_two_devices_train_as_one(entry, backend, trained):
     assert_trains_as_one(trained, entry.id, backend)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("backend", list(ENVIRONMENTS))
 @pytest.mark.parametrize("entry", STATEFUL_ENTRIES, ids=lambda e: e.id)
 def test_stateful_layers_under_data_parallelism(entry, backend, trained):

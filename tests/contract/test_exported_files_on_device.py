@@ -16,20 +16,19 @@ import math
 import numpy as np
 import pytest
 
-from keras_relrec.export import export_tflite
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
 from keras_relrec.export import static_reshapes
+from tests.contract.conformance import ATOL
+from tests.contract.conformance import each_input
+from tests.contract.conformance import feed
+from tests.contract.conformance import keras_outputs
+from tests.contract.conformance import lite_outputs
 from tests.contract.registry import ENTRIES
 from tests.contract.registry import PROTOCOL_ENTRIES
-from tests.contract.test_contract import ATOL
-from tests.contract.test_contract import each_input
-from tests.contract.test_contract import feed
-from tests.contract.test_contract import keras_outputs
-from tests.contract.test_contract import lite_outputs
-from tests.contract.test_contract import protocol_model
-from tests.contract.test_contract import streaming_models
 
+# The files of test_export.py, converted once (conftest.py's `exported`).
+pytestmark = [pytest.mark.check, pytest.mark.xdist_group("exports")]
 FRESH_RUNS = 60
 LENGTHS = (1, 2, 7, 50)
 BATCHES = (1, 3)
@@ -64,16 +63,9 @@ def lengths_for(entry, mode):
 
 
 @pytest.mark.parametrize(("entry", "mode"), CASES, ids=[f"{e.id}-{m.replace(' ', '-')}" for e, m in CASES])
-def test_fresh_interpreters_give_keras_outputs(entry, mode, tmp_path):
+def test_fresh_interpreters_give_keras_outputs(entry, mode, exported):
     streaming = mode != "sequence"
-    if not streaming:
-        model = entry.make_model(dynamic_length=entry.recurrent)
-    elif entry.recurrent:
-        model = streaming_models(entry)["alone"]
-    else:
-        model = protocol_model(entry, masked=False)
-    path = tmp_path / "model.tflite"
-    summary = export_tflite(model, path, streaming=streaming, dynamic_length=entry.recurrent)
+    model, path, summary = exported(entry, "step" if streaming else "sequence")
     content = path.read_bytes()
     # Structural: no RESHAPE is sized at run time where one size alone is
     # unknown, in any subgraph (loop bodies included).

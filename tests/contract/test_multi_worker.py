@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from keras_relrec.layers import PeepholeLSTMCell
+from tests.contract.conformance import ATOL
 
 HERE = pathlib.Path(__file__).parent
 ROOT = HERE.parent.parent
-ATOL = 1e-5
 TIMEOUT = 240
 # Keras 3's TensorFlow trainer hands the strategy's per-replica batches to a
 # function that expects tensors, for MultiWorkerMirroredStrategy only.
@@ -38,6 +38,8 @@ def free_ports(count):
     return ports
 
 
+# Several processes: `make test-slow`.
+@pytest.mark.slow
 def test_two_workers_train_as_one_device(tmp_path):
     inputs = keras.Input((6, 3))
     h = keras.layers.Masking(0.0)(inputs)

@@ -1,10 +1,10 @@
 """The contract of the layers that run in segments or chunks of L steps:
 every registry entry whose layer has a segment or chunk length (one of
 `SEGMENT_ATTRIBUTES`) takes calls of 1, L − 1, L + 1 and 2L + 3 steps,
-fresh and continuing a stream, on TensorFlow and JAX, eagerly and under
-XLA, and on TensorFlow in a graph of unknown length too (where the
-number of segments and the padding of the last one are known only when
-the graph runs).
+fresh and continuing a stream, eagerly and under XLA, and on TensorFlow
+in a graph of unknown length too (where the number of segments and the
+padding of the last one are known only when the graph runs). The module
+is backend-neutral: `make check` runs it again on JAX.
 
 A stream continues eagerly with `stateful=True`, and under XLA and in the
 graph with its states fed back (`initial_state` and `return_state` where
@@ -20,43 +20,33 @@ oracle of what the layer documents:
   the last one shorter, and the padding that fills that last segment never
   enters the memories. The oracle is the NumPy float64 equations
   (tests/layers/transformer_xl/numpy_reference.py) run call by call so.
-- the others: one call of a fresh layer (eager TensorFlow) on the
+- the others: one eager call of a fresh layer on the
   stream's calls laid end to end, each padded at the end to whole segments
   with the padding masked. That is what the segment cache documents (a
   call is padded at the end, its padding enters the cache as masked
   positions, and the next call goes on after it), and for a layer whose
   chunks do not change what it computes (the chunked local recurrence,
   where a masked step is as if absent), the calls without padding.
-
-JAX runs every case in one process of its own (`jax_outputs`), as the
-contract's other backends do (`backend_worker.py`):
-`python -m tests.contract.test_segment_lengths DIR`.
 """
 
 import inspect
-import os
-import pathlib
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 
 from keras_relrec import layers
-from tests.contract.backend_worker import pack
-from tests.contract.backend_worker import unpack
+from tests.contract.conformance import ATOL
 from tests.contract.registry import ENTRIES
 from tests.layers.transformer_xl.numpy_reference import backbone_call_np
 
-ATOL = 1e-5
-ROOT = pathlib.Path(__file__).parent.parent.parent
+# Backend-neutral: `make check` runs it again on JAX.
+pytestmark = pytest.mark.jax
 BATCH = 2
 # The names a layer gives the length of the segments or chunks it runs in.
 SEGMENT_ATTRIBUTES = ("segment_len", "chunk_size", "streaming_chunk_length")
-# On both backends; "graph" (unknown length) on TensorFlow alone.
-MODES = ("eager", "xla")
-TENSORFLOW_MODES = MODES + ("graph",)
+# On every backend; "graph" (unknown length) on TensorFlow alone.
+MODES = ("eager", "xla") + (("graph",) if keras.backend.backend() == "tensorflow" else ())
 # How each mode continues a stream.
 STREAMS = {"eager": "stateful", "xla": "fed_back", "graph": "fed_back"}
 
@@ -127,7 +117,7 @@ def run_calls(entry, weights, pieces, mode):
             y, *states = fed_back.predict_on_batch([x, *states])
             return y, states
     else:
-        import tensorflow as tf  # the graph mode's alone: the JAX process never runs it
+        import tensorflow as tf  # the graph mode's alone: TensorFlow's
 
         signature = [tf.TensorSpec((BATCH, None) + pieces[0].shape[2:], pieces[0].dtype)]
         graph = tf.function(lambda x, *states: fed_back([x, *states]),
@@ -173,54 +163,24 @@ def padded_oracle(entry, weights, pieces, length):
 
 
 @pytest.fixture(scope="module")
-def cases(tmp_path_factory, request):
+def cases():
     """Per entry id: the weights, the pieces of the stream and the oracle's
-    outputs for each piece alone and for the stream; and the JAX process
-    over the same weights and pieces, started at once (when a JAX test is
-    selected) so that it runs beside the TensorFlow tests."""
+    outputs for each piece alone and for the stream."""
     # A module fixture is set up before the tests' own seeding.
     keras.utils.set_random_seed(0)
-    folder = tmp_path_factory.mktemp("segment_lengths")
-    inputs = {}
+    prepared = {}
     for entry, length in SEGMENT_ENTRIES:
         weights = entry.make_model(dynamic_length=True).get_weights()
         pieces = [entry.make_input(batch=BATCH, seed=k, length=n) for k, n in enumerate(call_lengths(length))]
-        np.savez(folder / f"{entry.id}.npz", **pack("weight", weights), **pack("x", pieces))
-        inputs[entry.id] = weights, pieces
-    worker = None
-    if any(item.originalname == "test_calls_on_jax" for item in request.session.items):
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "tests.contract.test_segment_lengths", str(folder)],
-            env={**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(ROOT)}, cwd=ROOT,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-    try:
-        prepared = {}
-        for entry, length in SEGMENT_ENTRIES:
-            weights, pieces = inputs[entry.id]
-            oracle = transformer_xl_oracle if entry.cls is layers.TransformerXL else padded_oracle
-            fresh = [oracle(entry, weights, [x], length)[0] for x in pieces[:-1]]
-            prepared[entry.id] = weights, pieces, fresh, oracle(entry, weights, pieces, length)
-        yield prepared, folder, worker
-    finally:
-        if worker is not None and worker.poll() is None:
-            worker.kill()
-            worker.communicate()
-
-
-@pytest.fixture(scope="module")
-def jax_outputs(cases):
-    """Every case on JAX, from its one process: {entry id: npz of the
-    outputs or the error of each mode}."""
-    _, folder, worker = cases
-    log, _ = worker.communicate(timeout=600)
-    assert worker.returncode == 0, log[-3000:]
-    return {entry.id: dict(np.load(folder / f"{entry.id}.jax.npz")) for entry, _ in SEGMENT_ENTRIES}
+        oracle = transformer_xl_oracle if entry.cls is layers.TransformerXL else padded_oracle
+        fresh = [oracle(entry, weights, [x], length)[0] for x in pieces[:-1]]
+        prepared[entry.id] = weights, pieces, fresh, oracle(entry, weights, pieces, length)
+    return prepared
 
 
 def check(entry, mode, got, cases):
     """`got` (from `run_calls`) against the oracle."""
-    _, pieces, want_fresh, want_stream = cases[0][entry.id]
+    _, pieces, want_fresh, want_stream = cases[entry.id]
     assert set(got) == {"fresh", STREAMS[mode]}
     for kind, outputs in got.items():
         for k, (g, w) in enumerate(zip(outputs, want_fresh if kind == "fresh" else want_stream, strict=True)):
@@ -240,39 +200,8 @@ def test_the_segment_layers_are_selected():
 segment_entries = pytest.mark.parametrize("entry", [entry for entry, _ in SEGMENT_ENTRIES], ids=lambda e: e.id)
 
 
-# The TensorFlow tests first: the JAX process runs meanwhile.
-@segment_entries
-@pytest.mark.parametrize("mode", TENSORFLOW_MODES)
-def test_calls_on_tensorflow(entry, mode, cases):
-    weights, pieces, _, _ = cases[0][entry.id]
-    check(entry, mode, run_calls(entry, weights, pieces, mode), cases)
-
-
 @segment_entries
 @pytest.mark.parametrize("mode", MODES)
-def test_calls_on_jax(entry, mode, cases, jax_outputs):
-    have = jax_outputs[entry.id]
-    if f"{mode}_error" in have:
-        pytest.fail(f"{entry.id} on JAX ({mode}): {have[f'{mode}_error']}")
-    check(entry, mode, {kind: unpack(have, f"{mode}_{kind}") for kind in ("fresh", STREAMS[mode])}, cases)
-
-
-def main(folder):
-    """The JAX process: every case of `folder`, each mode; an error is
-    stored for its test to report."""
-    folder = pathlib.Path(folder)
-    for entry, _ in SEGMENT_ENTRIES:
-        data = dict(np.load(folder / f"{entry.id}.npz"))
-        out = {}
-        for mode in MODES:
-            try:
-                outputs = run_calls(entry, unpack(data, "weight"), unpack(data, "x"), mode)
-                for kind, values in outputs.items():
-                    out.update(pack(f"{mode}_{kind}", values))
-            except Exception as error:  # reported by the case's test
-                out[f"{mode}_error"] = np.array(f"{type(error).__name__}: {error}"[-3000:])
-        np.savez(folder / f"{entry.id}.jax.npz", **out)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1])
+def test_calls(entry, mode, cases):
+    weights, pieces, _, _ = cases[entry.id]
+    check(entry, mode, run_calls(entry, weights, pieces, mode), cases)

@@ -191,11 +191,11 @@ def test_inspect_says_why_a_phone_file_is_not_for_a_delegate(tmp_path):
 
 
 def old_runtime(path, signature, inputs):
-    """Runs `path` in tflite-runtime 2.14 (`make test` installs it in its own
+    """Runs `path` in tflite-runtime 2.14 (`make check` installs it in its own
     environment): {output: array} or {"error": what the runtime said}."""
     python = os.environ.get("OLD_RUNTIME_PYTHON")
     if python is None:
-        pytest.skip("OLD_RUNTIME_PYTHON is unset: `make test` sets it to tflite-runtime 2.14's environment")
+        pytest.skip("OLD_RUNTIME_PYTHON is unset: `make check` sets it to tflite-runtime 2.14's environment")
     return old_runtime_worker.run_in(python, path, signature, inputs)
 
 

@@ -3,8 +3,9 @@
 Under the float64 dtype policy (JAX's x64 on for the run) a layer must meet
 the float64 reference within 1e-10, with no relative tolerance: a constant
 or table made in float32 on the way, a rounding of about 1e-7, fails it.
-The float32 run keeps each test's own tolerance. `tests/layers/test_on_jax.py`
-reruns the float64 runs on JAX."""
+The float32 run keeps each test's own tolerance. The float64 runs are
+marked to run again on JAX (tests/layers/conftest.py): one per family in
+`make check`, every one in `make test-slow`."""
 
 import contextlib
 

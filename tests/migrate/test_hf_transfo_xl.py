@@ -138,6 +138,8 @@ def reference_python():
 REFERENCE_PYTHON = reference_python()
 
 
+# The live rerun: `make test-parity` (and `make test-slow`).
+@pytest.mark.slow
 @pytest.mark.skipif(REFERENCE_PYTHON is None, reason="needs torch and transformers 4.35.0: make test-parity")
 def test_live_goldens_equal_the_committed_ones(tmp_path):
     """HuggingFace's TransfoXL, run now, gives the committed arrays."""

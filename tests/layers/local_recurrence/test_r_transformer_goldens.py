@@ -134,6 +134,8 @@ def test_any_length_beyond_the_reference_caps():
     np.testing.assert_allclose(long[:, :100], block(x[:, :100]), atol=ATOL)
 
 
+# The live rerun: `make test-parity` (and `make test-slow`).
+@pytest.mark.slow
 @pytest.mark.skipif(not (os.environ.get("R_TRANSFORMER") and os.environ.get("REFERENCE_PYTHON")),
                     reason="live comparison: set R_TRANSFORMER (a checkout) and REFERENCE_PYTHON (with torch)")
 def test_the_script_reproduces_the_committed_goldens(tmp_path):
