@@ -197,8 +197,6 @@ def test_a_keras_rnn_gives_its_cell_and_the_arguments_are_checked():
         LocalRecurrence(keras.layers.GRU(3, go_backwards=True), 2)
     with pytest.raises(ValueError, match="Bidirectional"):
         LocalRecurrence(keras.layers.Bidirectional(keras.layers.GRU(3)), 2)
-    with pytest.raises(ValueError, match="window_size"):
-        LocalRecurrence(keras.layers.GRUCell(3), 2.5)
     with pytest.raises(ValueError, match="stateful=True.*batch size"):
         LocalRecurrence(keras.layers.GRUCell(3), 2, stateful=True)(keras.Input((None, 3)))
 
