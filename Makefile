@@ -2,9 +2,9 @@
 # `make check` (what CI runs). Each creates .venv on first use and
 # (re)installs when setup.py, pyproject.toml or constraints.txt change.
 # constraints.txt pins the exact versions tested. The tiers are pytest
-# markers (pyproject.toml): `make test` runs the tests with none of them,
-# `make check` adds `check` and reruns `jax` on JAX, `make test-slow` runs
-# `slow` and reruns `jax_slow` on JAX.
+# markers (pyproject.toml): `make test` runs the tests marked neither
+# `check` nor `slow`, `make check` adds `check` and reruns `jax` on JAX,
+# `make test-slow` runs `slow` and reruns `jax_slow` on JAX.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -51,7 +51,7 @@ $(OLD_RUNTIME)/.installed:
 # One TensorFlow (and JAX) thread per worker: two workers on two cores,
 # each with a pool of two threads, spent a fifth of their time contending
 # (the contract's XLA, training and TFLite checks: 141 s against 108 s; two
-# JAX reruns side by side: 40 s against 36 s).
+# JAX runs side by side: 40 s against 36 s).
 ONE_THREAD := TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1 \
 	XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 PYTEST := $(ONE_THREAD) OLD_RUNTIME_PYTHON=$(OLD_RUNTIME)/bin/python $(PY) -m pytest -q -p no:cacheprovider

@@ -65,12 +65,21 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: not any(part in item.nodeid for part in HEAVY))  # a stable sort
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    """On another backend than TensorFlow, a skipped test fails: what runs
-    there is backend-neutral, and a check that does not run assures nothing."""
-    report = (yield).get_result()
+def fail_a_skip_off_tensorflow(report, what):
+    """On another backend than TensorFlow, a skipped test or module fails:
+    what runs there is backend-neutral, and a check that does not run
+    assures nothing."""
     backend = os.environ["KERAS_BACKEND"]
     if backend != "tensorflow" and report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
-        report.longrepr = f"skipped on {backend}, where it is marked to run: {report.longrepr}"
+        report.longrepr = f"{what} skipped on {backend}, where the suite runs it: {report.longrepr}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    fail_a_skip_off_tensorflow((yield).get_result(), "test")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    fail_a_skip_off_tensorflow((yield).get_result(), "module")

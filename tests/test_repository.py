@@ -62,11 +62,12 @@ def module_resource():
 
 
 def test_tests_sharing_a_module_fixture_share_an_xdist_group(request, module_resource):
-    """`make test` runs `--dist loadgroup`, which runs the tests of one
+    """`make test` and `make check` run `--dist loadgroup`, which runs the tests of one
     `xdist_group` on one worker. tests/conftest.py groups the tests of a
     module that use a module-scoped fixture (a reference model loaded or
-    converted), so that one worker sets the fixture up once: checked over
-    this session's tests (the whole suite in make test). On a worker of
+    converted), and the users of one of the suite's session fixtures mark
+    one group, so that one worker sets the fixture up once: checked over
+    this session's tests (the whole suite in make check). On a worker of
     `--dist loadgroup` the group is in the node id, where xdist's scheduler
     reads it (the conftest's hook ran before xdist's)."""
     loadgroup = getattr(request.config.option, "loadgroup", False)
@@ -75,15 +76,21 @@ def test_tests_sharing_a_module_fixture_share_an_xdist_group(request, module_res
         fixtures = item._fixtureinfo.name2fixturedefs if hasattr(item, "_fixtureinfo") else {}
         # The last definition of a name is the one the test gets.
         shared = [name for name, defs in fixtures.items() if defs and defs[-1].scope == "module"]
-        if not shared:
+        # The suite's own session fixtures (a file converted once per
+        # session): every user in one group, whatever its module.
+        session = [name for name, defs in fixtures.items()
+                   if defs and defs[-1].scope == "session" and defs[-1].func.__module__.startswith("tests.")]
+        if not shared + session:
             continue
         names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                         for m in item.iter_markers("xdist_group")})
-        assert names, f"{item.nodeid} uses the module-scoped {shared} but has no xdist_group"
+        assert names, f"{item.nodeid} uses the fixtures {shared + session} but has no xdist_group"
         if loadgroup:
             assert item.nodeid.endswith("@" + "_".join(names)), item.nodeid
         for name in shared:
             groups.setdefault((item.nodeid.split("::")[0], name), set()).add(tuple(names))
+        for name in session:
+            groups.setdefault(("session", name), set()).add(tuple(names))
     assert (pathlib.Path(__file__).relative_to(ROOT).as_posix(), "module_resource") in groups
     split = {key: names for key, names in groups.items() if len(names) > 1}
     assert not split, split

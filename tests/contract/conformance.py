@@ -16,8 +16,10 @@ each over the one list of entries in `registry.py`:
   (`make check`);
 - `test_backends.py`: outputs and a training step against golden arrays, on
   TensorFlow, on its portable kernels and on JAX (`make check`);
-- `test_segment_lengths.py`, `test_distribution.py`: calls shorter than a
-  segment, and training under `tf.distribute` (`make check`).
+- `test_segment_lengths.py`: calls shorter or longer than a segment
+  (`make test`, and on JAX in `make check`);
+- `test_distribution.py`: training on two devices of one process (`make
+  check`).
 
 Tolerances are 1e-5 for every comparison of float32 outputs.
 """

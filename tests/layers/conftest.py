@@ -93,8 +93,10 @@ def float64_on_jax(params):
     return params.get("precision") == "float64" and params.get("stream") != "unknown_length"
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     checked = set()
+    marked = set()  # (marker, "file::test", parametrization id)
+    collected = set()  # "file::test"
     for item in items:
         if not (isinstance(item, pytest.Function) and item.nodeid.startswith("tests/layers/")):
             continue
@@ -107,9 +109,19 @@ def pytest_collection_modifyitems(items):
             if missing:
                 raise pytest.UsageError(f"RERUN_ON_JAX names tests that {path} lacks: {missing}")
         callspec = getattr(item, "callspec", None)
+        test = f"{path}::{item.originalname}"
+        collected.add(test)
         for marker, tests in RERUN_ON_JAX.items():
-            runs = tests.get(f"{path}::{item.originalname}", ())
+            runs = tests.get(test, ())
             if runs is ALL or (callspec and callspec.id in runs):
                 item.add_marker(marker)
+                marked.add((marker, test, callspec.id if callspec else None))
         if callspec and float64_on_jax(callspec.params):
             item.add_marker("jax_slow")
+    # A parametrization renamed without its entry here would drop out too;
+    # checked where whole files were collected (no node id given).
+    if not any("::" in arg for arg in config.args):
+        unmatched = [(marker, test, run) for marker, tests in RERUN_ON_JAX.items() for test, runs in tests.items()
+                     if runs is not ALL and test in collected for run in runs if (marker, test, run) not in marked]
+        if unmatched:
+            raise pytest.UsageError(f"RERUN_ON_JAX names parametrizations that are not collected: {unmatched}")

@@ -24,8 +24,8 @@ from tests.tuning.registry import ENTRIES
 HERE = pathlib.Path(__file__).parent
 entries = pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.id)
 TUNERS = ("RandomSearch", "Hyperband", "BayesianOptimization")
-# make test searches each tuner once, on three families, and make check again
-# on JAX; make test-slow every pair, and every pair again on JAX.
+# make check searches each tuner once, on three families, on TensorFlow and
+# again on JAX; make test-slow every pair, and every pair again on JAX.
 QUICK = {("HyperRelationalMemory", "RandomSearch"), ("HyperTABL", "Hyperband"),
          ("HyperNBoF", "BayesianOptimization")}
 SEARCHES = [pytest.param(e, t, id=f"{e.id}-{t}",
