@@ -25,7 +25,7 @@ sets, for every seed:
   codebook over every dilation, uncompressed (the default before that),
   and NBoF, attention NBoF, recurrent NBoF and C(TABL) with the
   learned "conv" front-end instead (NBoF's trained by its recipe in
-  `FRONT_END_RECIPES`; C(TABL)'s without a quantizer, the earlier
+  its `BuilderSpec.front_end_recipes`; C(TABL)'s without a quantizer, the earlier
   setting), the recurrent NBoF with the kernels on the multivariate
   sets (its default there before "auto"), and C(TABL) with 16 segments
   (the default before 8).
@@ -318,8 +318,8 @@ def report(results, sets, models, seeds, quick, wall, fits):
         f"invocation ran {fits} fits in {wall / 60:.0f} min; the tables hold every fit in the results file, "
         "earlier invocations' included.",
         "- Ours: `train_classifier(builder, x, y, seed=…)`, the builder's recipe unchanged on every set "
-        "(`keras_relrec.models.RECIPES`; NBoF's options with `front_end=\"conv\"`: by its recipe for it in "
-        "`FRONT_END_RECIPES`). Published DTW: the archives' 1-NN DTW with a full window (UCR "
+        "(`keras_relrec.models.BUILDERS`; NBoF's options with `front_end=\"conv\"`: by its recipe for it in "
+        "its `front_end_recipes`). Published DTW: the archives' 1-NN DTW with a full window (UCR "
         "DataSummary; UEA: Bagnall et al. 2018, DTW_D).",
         "",
     ]

@@ -212,7 +212,7 @@ def test_ucr_benchmark_quick(tmp_path, monkeypatch):
     for model in ("MiniRocket", "1-NN DTW", "NBoF", "attention NBoF", "recurrent NBoF", "C(TABL)",
                   "NBoF, one codebook", "NBoF, uncompressed", "NBoF, conv", "attention NBoF, conv",
                   "recurrent NBoF, conv", "recurrent NBoF, kernels", "C(TABL), 16 segments", "C(TABL), conv",
-                  "FRONT_END_RECIPES", "The goal, as measured", "LSTM, raw steps", "relational memory, front-end"):
+                  "front_end_recipes", "The goal, as measured", "LSTM, raw steps", "relational memory, front-end"):
         assert model in text
     long_row = [line for line in text.splitlines() if line.startswith("| ItalyPowerDemand | 24 |")]
     assert len(long_row) == 1 and long_row[0].count("|") == 2 + 6 + 1 and "–" not in long_row[0], long_row

@@ -2,6 +2,7 @@
 family: the masked, normalized input and its local features (see
 `LocalFeatures`)."""
 
+import dataclasses
 import math
 
 import keras
@@ -16,23 +17,57 @@ FRONT_ENDS = ("conv", "window", "kernels")
 # The front-end's defaults, in every builder: windows of this many steps,
 # and with `max_steps="auto"` at most this many steps of local features.
 # The learned and window front-ends sum up blocks of a long series; the
-# kernels learn nothing, and a stride would only throw shape away (at most
-# 128 steps lost 7 points on OSULeaf), so they keep far more.
+# kernels learn nothing, and a stride would only throw shape away, so they
+# keep far more (benchmarks/RESULTS.md, "MiniRocket's kernels as the
+# front-end: choosing its recipe (NBoF)").
 WINDOW_SIZE = 16
 MAX_STEPS = {"conv": 32, "window": 32, "kernels": 512}
 # Before a recurrence every step the front-end leaves is a step of the
-# loop: at 512 steps of kernels the recurrent NBoF's fits took several times
-# as long as with the learned front-end's 32. 128 is a cap for time: with
-# the kernels on every set it gave 82.8% on bench_ucr's sets against 78.6%
-# for "conv" (3 seeds), while 512
-# did better where both ran (ArrowHead, seed 0: 74.3% against 65.7%).
+# loop, and at 512 steps of kernels the recurrent NBoF's fits took several
+# times as long as with the learned front-end's 32. 128 is a cap for time:
+# it still beat the learned front-end, though 512 did better where both ran
+# (benchmarks/RESULTS.md, "A codebook per dilation, and the recurrent NBoF
+# with the kernels" and "The kernels before the other builders").
 RECURRENT_MAX_STEPS = {**MAX_STEPS, "kernels": 128}
 # NBoF's default compression of the kernels' standardized responses,
-# asinh(10 · r): linear for |r| < 0.1. Chosen on ACSF1 alone (seed 0: 80%
-# against 64% without); on bench_ucr.py's eight sets, 3 seeds, NBoF went
-# from 88.8% to 91.1% (ACSF1 65.0 → 84.0, ArrowHead 77.7 → 84.0; it lost
-# 6 points on PickupGestureWiimoteZ, 1.4 on JapaneseVowels).
+# asinh(10 · r): linear for |r| < 0.1. Chosen on ACSF1, whose rare jumps
+# hid its small fluctuations; it raised NBoF's mean over bench_ucr.py's
+# sets though it lost on some (benchmarks/RESULTS.md, "Compressed kernel
+# responses, and C(TABL) over local histograms").
 COMPRESSION = 10.0
+
+
+@dataclasses.dataclass(frozen=True)
+class FrontEnd:
+    """A builder's `front_end` argument, resolved once for an input of
+    `features` values per step (`resolve_front_end`); builders, the
+    recipes and `local_front_end` take it in place of the argument.
+
+    Attributes:
+        named: The argument as given: `"conv"`, `"window"`, `"kernels"`,
+            None or `"auto"` (anything else is kept, for `local_front_end`
+            to refuse).
+        kind: What it stands for: `named`, or for `"auto"` `"kernels"`
+            (one feature per step) or None (several: the raw steps).
+        features: The input's values per step; None where unknown.
+    """
+
+    named: object
+    kind: object
+    features: object
+
+    @property
+    def label(self):
+        """The front-end as an error message names it: what the caller
+        gave, and for `"auto"` what it stands for."""
+        if self.kind == self.named:
+            return repr(self.named)
+        return f"'auto' ({self.kind!r} for {self.features} features per step)"
+
+    def max_steps(self, caps=MAX_STEPS):
+        """`max_steps="auto"` for this front-end by `caps` (a cap per
+        kind): its cap, or None for a kind without one (the raw steps)."""
+        return caps.get(self.kind) if isinstance(self.kind, str) else None
 
 
 def front_end_strides(steps, max_steps):
@@ -44,32 +79,42 @@ def front_end_strides(steps, max_steps):
 
 
 def resolve_front_end(front_end, features):
-    """The front-end `"auto"` stands for with `features` values per step:
-    `"kernels"` for one (a univariate series, whose single value per step
-    says nothing of its shape), None (the raw steps) for several, where
-    each step already is a vector for the layer after it. Any other
-    `front_end` is returned as it is.
+    """The `FrontEnd` a `front_end` argument names for an input of
+    `features` values per step; the one place where `"auto"` is decided.
 
-    Measured for the recurrent NBoF on the multivariate sets of
-    `benchmarks/bench_ucr.py` (3 seeds): on the raw steps 98.6% on
-    average against 94.9% with the kernels, in median fits of 46–50 s
-    against 161–530 s.
+    `"auto"` is `"kernels"` for one value per step (a univariate series,
+    whose single value per step says nothing of its shape) and None (the
+    raw steps) for several, where each step already is a vector for the
+    layer after it: on the multivariate sets of `benchmarks/bench_ucr.py`
+    the recurrent NBoF did better on the raw steps, and trained several
+    times faster (benchmarks/RESULTS.md, "The recurrent NBoF on the raw
+    steps of multivariate series"). Any other argument stands for itself.
+    A `FrontEnd` already resolved for `features` is returned as it is
+    (one for another width is resolved again from what it names).
+
+    Args:
+        front_end: `"conv"`, `"window"`, `"kernels"`, None, `"auto"`, or a
+            `FrontEnd`.
+        features: The input's values per step, None where unknown.
+
+    Returns:
+        A `FrontEnd`.
+
+    Raises:
+        ValueError: `"auto"` with `features` None.
     """
+    if isinstance(front_end, FrontEnd):
+        if front_end.features == features:
+            return front_end
+        front_end = front_end.named
     if not (isinstance(front_end, str) and front_end == "auto"):
-        return front_end
+        return FrontEnd(front_end, front_end, features)
     if features is None:
         raise ValueError(
             "Argument `front_end='auto'` chooses by the number of features per step, which must be known; "
             "received an input whose last dimension is None."
         )
-    return "kernels" if features == 1 else None
-
-
-def front_end_label(front_end, features):
-    """`front_end` as an error message names it: what the caller gave,
-    and for `"auto"` what it stands for."""
-    resolved = resolve_front_end(front_end, features)
-    return repr(front_end) if resolved == front_end else f"'auto' ({resolved!r} for {features} features per step)"
+    return FrontEnd(front_end, "kernels" if features == 1 else None, features)
 
 
 def valid_steps(x, mask_value=None):
@@ -130,7 +175,8 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     out) a quarter of a long series or more, so that a quantizer sees parts
     of the shape rather than local slopes. The defaults were chosen on
     three sets of `benchmarks/bench_ucr.py` (ArrowHead, OSULeaf,
-    PickupGestureWiimoteZ; w = 8 and 128 steps did worse there).
+    PickupGestureWiimoteZ; w = 8 and 128 steps did worse there:
+    benchmarks/RESULTS.md, "The learned front-end's defaults and recipe").
 
     `"kernels"` gives the quantizer MiniRocket's fixed kernels, each
     feature alone, at dilations reaching across the whole series (window
@@ -147,9 +193,10 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     a series is flat but for a few jumps (ACSF1's power readings), the
     jumps set the responses' variance and the quantizer would see every
     other step as one point near 0; compressed, the small fluctuations
-    keep their differences and the jumps their sign. With c = 10 (NBoF's
-    default, `COMPRESSION`), NBoF went from 65.0% to 84.0% on ACSF1 and
-    from 88.8% to 91.1% over the sets of `benchmarks/bench_ucr.py`.
+    keep their differences and the jumps their sign. c = 10 is NBoF's
+    default (`COMPRESSION`): it lifted ACSF1 most and NBoF's mean over the
+    sets of `benchmarks/bench_ucr.py` (benchmarks/RESULTS.md, "Compressed
+    kernel responses, and C(TABL) over local histograms").
     The codebooks are set (`fit_codebook`) before training, when the
     BatchNorm still has its initial statistics (mean 0, variance 1): they
     are k-means of asinh(c · response) of the unstandardized responses,
@@ -159,8 +206,8 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
         sequence: A (batch, steps, features) Keras tensor, with its mask.
         front_end: `"conv"` (default), `"window"`, `"kernels"`, None, or
             `"auto"`: `"kernels"` for one feature per step, None for
-            several (`resolve_front_end`). The builders' defaults are their
-            own.
+            several; or a `FrontEnd` a builder resolved
+            (`resolve_front_end`). The builders' defaults are their own.
         filters: Width of the convolutions.
         window_size: w of the first `LocalFeatures`.
         max_steps: At most this many steps come out; `"auto"` (default)
@@ -191,9 +238,9 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
                 f"max_steps={max_steps!r}."
             ) from None
     validation.check_bool("split_dilations", split_dilations)
-    validation.check_choice("front_end", front_end, FRONT_ENDS + ("auto", None))
-    label = front_end_label(front_end, sequence.shape[-1])
-    front_end = resolve_front_end(front_end, sequence.shape[-1])
+    resolved = resolve_front_end(front_end, sequence.shape[-1])
+    validation.check_choice("front_end", resolved.named, FRONT_ENDS + ("auto", None))
+    label, front_end = resolved.label, resolved.kind
     if compression is not None:
         try:
             if front_end != "kernels":
@@ -216,7 +263,7 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
         return sequence
     validation.check_positive_int("window_size", window_size)
     if auto:
-        max_steps = MAX_STEPS[front_end]
+        max_steps = resolved.max_steps()
     strides = front_end_strides(sequence.shape[1], max_steps)
     window_size = max(window_size, strides)
     if front_end == "window":

@@ -10,7 +10,6 @@ from keras_relrec.layers import TwoDAttention
 from keras_relrec.models.front_end import COMPRESSION
 from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
 from keras_relrec.models.front_end import WINDOW_SIZE
-from keras_relrec.models.front_end import front_end_label
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import resolve_front_end
 from keras_relrec.models.front_end import sequence_inputs
@@ -68,8 +67,9 @@ def nbof_classifier(
     gives it the responses of MiniRocket's fixed kernels at every step,
     for univariate and multivariate series alike (on the univariate sets of
     `benchmarks/bench_ucr.py` it beat the learned `"conv"` front-end by
-    16 points, 89.2% against 72.9%; on the two multivariate ones it was
-    0.9 behind, 96.8% against 97.7%); without attention each response is compressed to
+    far, and on the two multivariate ones it was a little behind:
+    benchmarks/RESULTS.md, "Ready-made classifiers on UCR/UEA sets", the
+    columns "NBoF" and "NBoF, conv"); without attention each response is compressed to
     asinh(10 · r), so that small fluctuations count beside large jumps
     (`front_end_compression`);
     `front_end=None` quantizes the raw steps (the paper's
@@ -92,8 +92,9 @@ def nbof_classifier(
         front_end: `"kernels"` (default, MiniRocket's fixed dilated
             kernels), `"conv"` (learned), `"window"` (raw sub-sequences),
             None (the raw steps), or `"auto"`: the kernels for one
-            feature per step, the raw steps for several; see
-            `local_front_end`. The kernels'
+            feature per step, the raw steps for several
+            (`resolve_front_end`; a `FrontEnd` it gave is taken as it
+            is); see `local_front_end`. The kernels'
             dilations reach across the `steps` of `input_shape`; with
             steps None they reach over `window_size` steps only, so give
             the padded length where you can.
@@ -145,17 +146,17 @@ def nbof_classifier(
         )
     _check_head(num_classes, hidden_units, dropout)
     inputs, h = sequence_inputs(input_shape, mask_value, normalization)
-    # "auto" by the input's width, as local_front_end resolves it.
-    kind = resolve_front_end(front_end, h.shape[-1])
+    # "auto" by the input's width, once: local_front_end takes it resolved.
+    front_end = resolve_front_end(front_end, h.shape[-1])
     if isinstance(front_end_compression, str) and front_end_compression == "auto":
-        front_end_compression = COMPRESSION if kind == "kernels" and not attention else None
+        front_end_compression = COMPRESSION if front_end.kind == "kernels" and not attention else None
     if codebook_per_dilation is None:
-        codebook_per_dilation = kind == "kernels" and "codeword" not in attention
+        codebook_per_dilation = front_end.kind == "kernels" and "codeword" not in attention
     validation.check_bool("codebook_per_dilation", codebook_per_dilation)
-    if codebook_per_dilation and kind != "kernels":
+    if codebook_per_dilation and front_end.kind != "kernels":
         raise ValueError(
             f"Argument `codebook_per_dilation` must be False or None with "
-            f"front_end={front_end_label(front_end, h.shape[-1])} (only the kernels have dilations); received "
+            f"front_end={front_end.label} (only the kernels have dilations); received "
             f"codebook_per_dilation={codebook_per_dilation!r}."
         )
     if "input" in attention:
@@ -206,9 +207,9 @@ def recurrent_nbof_classifier(
     (`resolve_front_end`), gives a univariate series MiniRocket's kernels
     and a multivariate one its raw steps: a vector of several values
     already describes a step. On the multivariate sets of
-    `benchmarks/bench_ucr.py` (3 seeds) the raw steps gave 98.6% against
-    the kernels' 94.9% (JapaneseVowels 97.3 against 90.7), in median fits
-    of 46–50 s against 161–530 s. On long series the kernels' stride also
+    `benchmarks/bench_ucr.py` the raw steps did better than the kernels and
+    trained several times faster (benchmarks/RESULTS.md, "The recurrent
+    NBoF on the raw steps of multivariate series"). On long series the kernels' stride also
     shortens the recurrence (at most `max_steps` steps), which is what
     keeps it trainable (`bench_ucr.py` measures it against the raw
     steps); a long multivariate series may want `front_end="kernels"` or
@@ -221,7 +222,7 @@ def recurrent_nbof_classifier(
     `"kernels"` (`RECURRENT_MAX_STEPS`; 32 with `"conv"` and `"window"`):
     every step left is a step of the recurrence, and at 512 it trained
     several times slower than with `"conv"` (`RECURRENT_MAX_STEPS` says
-    what 128 costs in accuracy), and `front_end_compression` defaults to
+    where what 128 costs is measured), and `front_end_compression` defaults to
     None (no compression; it was not measured here; for several features
     per step it needs `front_end="kernels"`, as "auto" gives the raw
     steps). The recurrent
@@ -229,11 +230,11 @@ def recurrent_nbof_classifier(
     """
     _check_head(num_classes, hidden_units, dropout)
     inputs, h = sequence_inputs(input_shape, mask_value, normalization)
-    # "auto" by the input's width, as local_front_end resolves it; anything
-    # else is the front-end's to refuse.
-    kind = resolve_front_end(front_end, h.shape[-1])
-    if isinstance(max_steps, str) and max_steps == "auto" and isinstance(kind, str) and kind in RECURRENT_MAX_STEPS:
-        max_steps = RECURRENT_MAX_STEPS[kind]
+    # "auto" by the input's width, once: local_front_end takes it resolved
+    # (and refuses what is no front-end).
+    front_end = resolve_front_end(front_end, h.shape[-1])
+    if isinstance(max_steps, str) and max_steps == "auto" and front_end.max_steps(RECURRENT_MAX_STEPS) is not None:
+        max_steps = front_end.max_steps(RECURRENT_MAX_STEPS)
     h = local_front_end(h, front_end, front_end_filters, window_size, max_steps,
                         compression=front_end_compression)
     states = keras.layers.RNN(RecurrentBoFCell(num_codewords), return_sequences=True,

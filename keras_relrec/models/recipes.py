@@ -1,7 +1,7 @@
 """One training recipe per classifier builder, the same on every data set."""
 
 import dataclasses
-import inspect
+import functools
 import math
 
 import keras
@@ -9,6 +9,7 @@ import numpy as np
 
 from keras_relrec.models.front_end import MAX_STEPS
 from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
+from keras_relrec.models.front_end import FrontEnd
 from keras_relrec.models.front_end import front_end_strides
 from keras_relrec.models.front_end import resolve_front_end
 from keras_relrec.models.front_end import valid_steps
@@ -81,88 +82,108 @@ def front_end_max_steps(x, mask_value=None, max_steps=MAX_STEPS["conv"]):
     return -(-x.shape[1] // strides)
 
 
-def default_front_end(builder):
-    """The front-end `builder` uses when none is given: its `front_end`
-    argument's default, None for a builder without one."""
-    try:
-        parameter = inspect.signature(builder).parameters.get("front_end")
-    except (TypeError, ValueError):  # a callable without a signature
-        return None
-    return None if parameter is None or parameter.default is inspect.Parameter.empty else parameter.default
-
-
-def _named_front_end(builder, kwargs):
-    """The front-end the builder arguments `kwargs` name, or `builder`'s
-    default."""
-    return kwargs.get("front_end", default_front_end(builder))
-
-
-def _front_end(x, mask_value, kwargs, builder, caps=MAX_STEPS):
-    """The front-end's arguments, `max_steps` ("auto" or left out) from the
-    median length and the builder's cap for its front-end (`caps`)."""
-    front_end = resolve_front_end(_named_front_end(builder, kwargs), x.shape[-1])
+def _front_end(x, mask_value, kwargs, front_end, caps=MAX_STEPS):
+    """The builder arguments `kwargs` with the front-end's `max_steps`
+    ("auto" or left out) from the median length and the cap for the
+    resolved `front_end` (a `FrontEnd`) in `caps`; the builder resolves
+    its `front_end` argument itself."""
     # Anything else is the builder's to refuse.
-    if isinstance(front_end, str) and front_end in caps and kwargs.get("max_steps", "auto") == "auto":
-        return {**kwargs, "max_steps": front_end_max_steps(x, mask_value, caps[front_end])}
+    cap = front_end.max_steps(caps)
+    if cap is not None and kwargs.get("max_steps", "auto") == "auto":
+        return {**kwargs, "max_steps": front_end_max_steps(x, mask_value, cap)}
     return kwargs
 
 
-def _nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
+def _nbof(x, num_classes, mask_value, normalization, seed, resolved_front_end, **kwargs):
     return nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32), mask_value=mask_value,
                            normalization=normalization, codebook_data=x, seed=seed,
-                           **_front_end(x, mask_value, kwargs, nbof_classifier))
+                           **_front_end(x, mask_value, kwargs, resolved_front_end))
 
 
-def _recurrent_nbof(x, num_classes, mask_value, normalization, seed, **kwargs):
+def _recurrent_nbof(x, num_classes, mask_value, normalization, seed, resolved_front_end, **kwargs):
     return recurrent_nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32),
                                      mask_value=mask_value, normalization=normalization, codebook_data=x,
-                                     seed=seed, **_front_end(x, mask_value, kwargs, recurrent_nbof_classifier,
-                                                             RECURRENT_MAX_STEPS))
+                                     seed=seed,
+                                     **_front_end(x, mask_value, kwargs, resolved_front_end, RECURRENT_MAX_STEPS))
 
 
-def _tabl(x, num_classes, mask_value, normalization, seed, **kwargs):
+def _tabl(x, num_classes, mask_value, normalization, seed, resolved_front_end, **kwargs):
     # The codebooks, where there are quantizers, from the fitted part.
     codebook = {"codebook_data": x, "seed": seed} if kwargs.get("num_codewords") is not None else {}
     return tabl_network(input_shape=x.shape[1:], num_classes=num_classes, mask_value=mask_value,
-                        normalization=normalization, **codebook, **_front_end(x, mask_value, kwargs, tabl_network))
+                        normalization=normalization, **codebook,
+                        **_front_end(x, mask_value, kwargs, resolved_front_end))
 
 
-# Each builder, how the trainer calls it, and its recipe with its default
-# front-end. With "kernels" (NBoF's default) the model learns nothing before
-# the quantizer; at 1,460 steps (ACSF1) 1,500 updates at a rate of 3e-3
-# still underfitted (training accuracy 56-61%), and a rate of 1e-2 fitted
-# it better in as many (benchmarks/RESULTS.md).
-RECIPES = {
-    nbof_classifier: (_nbof, Recipe(learning_rate=1e-2, gradient_steps=1500)),
-    recurrent_nbof_classifier: (_recurrent_nbof, Recipe()),
-    tabl_network: (_tabl, Recipe()),
-}
-# Where another front-end of the builder's trains by another recipe. NBoF
-# with a learned front-end (or on the raw steps) plans 4,000 updates: with
-# 1,500 it still underfitted the longer sets of benchmarks/bench_ucr.py
-# (training accuracy 73-93% on OSULeaf and ACSF1).
-FRONT_END_RECIPES = {
-    (nbof_classifier, front_end): Recipe(gradient_steps=4000) for front_end in ("conv", "window", None)
-}
+@dataclasses.dataclass(frozen=True)
+class BuilderSpec:
+    """What `train_classifier` and `recipe_for` know of a ready-made
+    builder: how to call it, its default front-end and its recipes.
+
+    Attributes:
+        build: The builder, e.g. `nbof_classifier`.
+        make: How `train_classifier` calls it,
+            `make(x, num_classes, mask_value, normalization, seed, resolved_front_end, **kwargs)`
+            with `resolved_front_end` the `FrontEnd` resolved for `x`'s
+            width and `kwargs` the caller's builder arguments.
+        front_end: The default of the builder's `front_end` argument
+            (a test holds the two equal).
+        recipe: The `Recipe` for its default front-end, and for any
+            front-end not in `front_end_recipes`.
+        front_end_recipes: `((kind, Recipe), ...)`: the front-ends
+            (resolved kinds: `"conv"`, `"window"`, `"kernels"` or None)
+            that train by a recipe of their own.
+    """
+
+    build: object
+    make: object
+    front_end: object
+    recipe: Recipe
+    front_end_recipes: tuple = ()
+
+    def recipe_for(self, kind):
+        """The `Recipe` for the resolved front-end `kind`."""
+        hashable = kind is None or isinstance(kind, str)
+        return dict(self.front_end_recipes).get(kind, self.recipe) if hashable else self.recipe
+
+
+# NBoF with the kernels (its default) learns nothing before the quantizer,
+# and at NBoF's longest series the default rate still underfitted; a
+# higher rate fitted it in as many updates. With a learned front-end (or
+# on the raw steps) it underfitted the longer sets at 1,500 updates, so it
+# plans more (benchmarks/RESULTS.md, "MiniRocket's kernels as the
+# front-end: choosing its recipe (NBoF)" and "The learned front-end's
+# defaults and recipe").
+BUILDERS = (
+    BuilderSpec(nbof_classifier, _nbof, "kernels", Recipe(learning_rate=1e-2, gradient_steps=1500),
+                tuple((front_end, Recipe(gradient_steps=4000)) for front_end in ("conv", "window", None))),
+    BuilderSpec(recurrent_nbof_classifier, _recurrent_nbof, "auto", Recipe()),
+    BuilderSpec(tabl_network, _tabl, None, Recipe()),
+)
+
+
+def builder_spec(builder):
+    """The `BuilderSpec` of `builder` in `BUILDERS`; None for a function
+    of one's own."""
+    return next((spec for spec in BUILDERS if spec.build is builder), None)
 
 
 def recipe_for(builder, **kwargs):
     """The `Recipe` `train_classifier` trains `builder` by when it is
     called with the builder arguments `kwargs`: by the `front_end` they
-    name, or the builder's default. `"auto"` stands for the kernels or the
-    raw steps by the data's width (`resolve_front_end`), which
+    name, or the builder's default (`BuilderSpec`); `Recipe()` for a
+    function of one's own. `"auto"` stands for the kernels or the raw
+    steps by the data's width (`resolve_front_end`), which
     `train_classifier` knows and this function does not: where the two
     train by different recipes, name the front-end."""
-    default = RECIPES[builder][1] if builder in RECIPES else Recipe()
-
-    def recipe(front_end):
-        hashable = front_end is None or isinstance(front_end, str)
-        return FRONT_END_RECIPES.get((builder, front_end), default) if hashable else default
-
-    front_end = _named_front_end(builder, kwargs)
-    if not (isinstance(front_end, str) and front_end == "auto"):
-        return recipe(front_end)
-    univariate, multivariate = (recipe(resolve_front_end("auto", features)) for features in (1, 2))
+    spec = builder_spec(builder)
+    if spec is None:
+        return Recipe()
+    front_end = kwargs.get("front_end", spec.front_end)
+    kind = front_end.kind if isinstance(front_end, FrontEnd) else front_end
+    if not (isinstance(kind, str) and kind == "auto"):
+        return spec.recipe_for(kind)
+    univariate, multivariate = (spec.recipe_for(resolve_front_end("auto", features).kind) for features in (1, 2))
     if univariate is not multivariate:
         raise ValueError(
             f"Argument `front_end='auto'` is the kernels for one feature per step and the raw steps for several, "
@@ -197,8 +218,9 @@ def stratified_split(y, share, seed):
 def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, recipe=None, jit_compile=True,
                      verbose=0, **kwargs):
     """Builds a classifier with `builder` and trains it with the builder's
-    recipe (`RECIPES`, or `FRONT_END_RECIPES` for a front-end that trains
-    by its own), used unchanged on any data set.
+    recipe (its `BuilderSpec` in `BUILDERS`: `recipe`, or one of
+    `front_end_recipes` for a front-end that trains by its own), used
+    unchanged on any data set.
 
     The statistics of `Normalization` and the k-means codebook come from
     the part of the training data that is fitted; the held-out part stops
@@ -233,7 +255,7 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         epoch, and the `fit` history.
     """
     if not callable(builder):
-        names = ", ".join(b.__name__ for b in RECIPES)
+        names = ", ".join(spec.build.__name__ for spec in BUILDERS)
         raise ValueError(
             f"Argument `builder` must be one of {names}, or a function that makes a model; received "
             f"builder={builder!r}."
@@ -246,11 +268,15 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         )
     num_classes = int(y.max()) + 1 if num_classes is None else validation.check_positive_int(
         "num_classes", num_classes)
-    make = RECIPES[builder][0] if builder in RECIPES else builder
-    # "auto" by the data's width, for the recipe only: the builder resolves
-    # it itself.
-    front_end = resolve_front_end(_named_front_end(builder, kwargs), x.shape[-1])
-    recipe = recipe or recipe_for(builder, **{**kwargs, "front_end": front_end})
+    spec = builder_spec(builder)
+    if spec is None:
+        make, recipe = builder, recipe or Recipe()
+    else:
+        # "auto" by the data's width, for the recipe and the front-end's
+        # length; the builder resolves its argument itself.
+        front_end = resolve_front_end(kwargs.get("front_end", spec.front_end), x.shape[-1])
+        make = functools.partial(spec.make, resolved_front_end=front_end)
+        recipe = recipe or spec.recipe_for(front_end.kind)
     keras.utils.set_random_seed(seed)
     # Classes with no example (a gap in the labels) are not counted.
     smallest = np.unique(y, return_counts=True)[1].min(initial=len(y))

@@ -20,9 +20,9 @@ CONFIGS = {"A": (), "B": ((120, 5),), "C": ((60, 10), (120, 5))}
 KINDS = ("TABL", "BL")
 # With a quantizer, histograms of this many segments of the steps (fewer
 # for shorter sequences) enter the first bilinear layer. On the sets of
-# benchmarks/bench_ucr.py (3 seeds) 8 did better than 16 (BasicMotions
-# 100.0% against 91.7%, OSULeaf 73.8% against 68.9%), likely because the
-# bilinear layers have fewer positions to fit to few training series.
+# benchmarks/bench_ucr.py 8 did better than 16, likely because the
+# bilinear layers have fewer positions to fit to few training series
+# (benchmarks/RESULTS.md, "C(TABL) over 8 segments").
 NUM_SEGMENTS = 8
 
 
@@ -126,10 +126,10 @@ def tabl_network(
     series) the first W1 is D' × 1: every hidden feature is a scaled copy
     of the series, and the shape of the series is left to W2's weights per
     step alone. Give raw series local histograms, `front_end="kernels",
-    num_codewords=16` (C(TABL) in `benchmarks/bench_ucr.py`: 84.3% on its
-    eight sets against 1-NN DTW's 80.2%, 79.5% against 74.8% on the
-    univariate ones and 98.7% against 96.2% on the multivariate ones;
-    76.3% with `front_end="conv"`).
+    num_codewords=16` (C(TABL) in `benchmarks/bench_ucr.py`, above 1-NN
+    DTW on its univariate and its multivariate sets, and above
+    `front_end="conv"`: benchmarks/RESULTS.md, "Ready-made classifiers on
+    UCR/UEA sets", the columns "C(TABL)" and "C(TABL), conv").
 
     Returns:
         An uncompiled `keras.Model`; hidden layers are named `bl_1`, `bl_2`

@@ -1,13 +1,16 @@
 """Local-feature front-ends and training recipes of the ready-made
 classifiers."""
 
+import dataclasses
+import inspect
+
 import keras
 import numpy as np
 import pytest
 
-from keras_relrec.models import FRONT_END_RECIPES
-from keras_relrec.models import RECIPES
+from keras_relrec.models import BUILDERS
 from keras_relrec.models import Recipe
+from keras_relrec.models import builder_spec
 from keras_relrec.models import local_front_end
 from keras_relrec.models import nbof_classifier
 from keras_relrec.models import normalization_statistics
@@ -17,8 +20,8 @@ from keras_relrec.models import sequence_inputs
 from keras_relrec.models import tabl_network
 from keras_relrec.models import train_classifier
 from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
+from keras_relrec.models.front_end import resolve_front_end
 from keras_relrec.models.recipes import _front_end
-from keras_relrec.models.recipes import default_front_end
 from keras_relrec.models.recipes import front_end_max_steps
 from keras_relrec.models.recipes import stratified_split
 
@@ -192,36 +195,39 @@ def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch
     """MiniRocket's kernels learn nothing, so `max_steps="auto"` keeps up
     to 512 steps of them (32 of the learned front-end). They are NBoF's
     default front-end, trained by its recipe; NBoF's other front-ends
-    train by `FRONT_END_RECIPES`."""
+    train by the `front_end_recipes` of its `BuilderSpec`."""
     assert local_front_end(keras.Input((427, 1)), "kernels").shape[1] == 427
     # Stride ⌈1460 / 512⌉ = 3.
     assert local_front_end(keras.Input((1460, 1)), "kernels").shape[1] == 487
-    assert default_front_end(nbof_classifier) == "kernels"
-    assert default_front_end(recurrent_nbof_classifier) == "auto" and default_front_end(tabl_network) is None
-    assert default_front_end(lstm_behind_the_front_end) is None
-    kernels = RECIPES[nbof_classifier][1]
+    assert builder_spec(nbof_classifier).front_end == "kernels"
+    assert builder_spec(recurrent_nbof_classifier).front_end == "auto" and builder_spec(tabl_network).front_end is None
+    assert builder_spec(lstm_behind_the_front_end) is None
+    # The spec's default front-end is the builder's own.
+    for spec in BUILDERS:
+        assert spec.front_end == inspect.signature(spec.build).parameters["front_end"].default, spec.build
+    kernels = builder_spec(nbof_classifier).recipe
     assert (kernels.learning_rate, kernels.gradient_steps) == (1e-2, 1500)
     assert recipe_for(nbof_classifier) is recipe_for(nbof_classifier, front_end="kernels") is kernels
     for front_end in ("conv", "window", None):
-        assert recipe_for(nbof_classifier, front_end=front_end) is FRONT_END_RECIPES[nbof_classifier, front_end]
+        assert recipe_for(nbof_classifier, front_end=front_end) is builder_spec(nbof_classifier).recipe_for(front_end)
         assert recipe_for(nbof_classifier, front_end=front_end).gradient_steps == 4000
     for builder, front_end in [(recurrent_nbof_classifier, "kernels"), (tabl_network, "kernels"),
                                (tabl_network, None), (nbof_classifier, ["conv"])]:
-        assert recipe_for(builder, front_end=front_end) is RECIPES[builder][1]
+        assert recipe_for(builder, front_end=front_end) is builder_spec(builder).recipe
     assert recipe_for(lstm_behind_the_front_end) == Recipe()
     # "auto" is the kernels for one feature per step and the raw steps for
     # several: recipe_for does not know the width, which matters for NBoF
     # (two recipes) and not for the recurrent NBoF (one).
     with pytest.raises(ValueError, match="front_end='auto'.*nbof_classifier trains by different recipes"):
         recipe_for(nbof_classifier, front_end="auto")
-    assert recipe_for(recurrent_nbof_classifier) is RECIPES[recurrent_nbof_classifier][1]
+    assert recipe_for(recurrent_nbof_classifier) is builder_spec(recurrent_nbof_classifier).recipe
     # train_classifier goes by them: short stand-ins plan the epochs that run
     # (nine examples a class: nothing held out, every epoch runs).
     x, _ = ramps(18)
     y = np.repeat([0, 1], 9).astype("int32")
     short, shorter = Recipe(gradient_steps=20, updates_per_epoch=5), Recipe(gradient_steps=10, updates_per_epoch=5)
-    monkeypatch.setitem(RECIPES, nbof_classifier, (RECIPES[nbof_classifier][0], short))
-    monkeypatch.setitem(FRONT_END_RECIPES, (nbof_classifier, None), shorter)
+    monkeypatch.setattr("keras_relrec.models.recipes.BUILDERS", (
+        dataclasses.replace(builder_spec(nbof_classifier), recipe=short, front_end_recipes=((None, shorter),)),))
     model, history = train_classifier(nbof_classifier, x, y, seed=0, jit_compile=False)
     assert len(history.history["loss"]) == short.plan(18)[2]
     assert model.get_layer("front_end_d1").mode == model.get_layer("front_end_d2").mode == "kernels"
@@ -250,11 +256,10 @@ def test_the_recurrent_nbof_keeps_fewer_steps_of_the_kernels():
     for k, n in enumerate([200, 256, 300, 350, 400]):
         x[k, n:] = -1.0
     # The median series, 300 steps, at stride 3: 134 steps of the padded 400.
-    assert _front_end(x, -1.0, {}, recurrent_nbof_classifier, RECURRENT_MAX_STEPS) == {"max_steps": 134}
+    assert _front_end(x, -1.0, {}, resolve_front_end("auto", 1), RECURRENT_MAX_STEPS) == {"max_steps": 134}
     # Its default with several features per step is the raw steps: every step is kept.
-    wide = np.repeat(x, 2, axis=-1)
-    assert _front_end(wide, -1.0, {}, recurrent_nbof_classifier, RECURRENT_MAX_STEPS) == {}
-    assert _front_end(x, -1.0, {}, nbof_classifier) == {"max_steps": 400}
+    assert _front_end(np.repeat(x, 2, axis=-1), -1.0, {}, resolve_front_end("auto", 2), RECURRENT_MAX_STEPS) == {}
+    assert _front_end(x, -1.0, {}, resolve_front_end("kernels", 1)) == {"max_steps": 400}
 
 
 def test_front_end_strides_by_the_median_length_of_padded_series():
