@@ -9,6 +9,8 @@ from keras_relrec.models.nbof_classifiers import fit_codebook
 from keras_relrec.models.nbof_classifiers import nbof_classifier
 from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier
 from keras_relrec.models.recipes import BUILDERS
+from keras_relrec.models.recipes import FRONT_END_RECIPES
+from keras_relrec.models.recipes import RECIPES
 from keras_relrec.models.recipes import BuilderSpec
 from keras_relrec.models.recipes import Recipe
 from keras_relrec.models.recipes import builder_spec

@@ -3,6 +3,7 @@
 import dataclasses
 import functools
 import math
+import types
 
 import keras
 import numpy as np
@@ -159,6 +160,13 @@ BUILDERS = (
                 tuple((front_end, Recipe(gradient_steps=4000)) for front_end in ("conv", "window", None))),
     BuilderSpec(recurrent_nbof_classifier, _recurrent_nbof, "auto", Recipe()),
     BuilderSpec(tabl_network, _tabl, None, Recipe()),
+)
+
+
+# The recipes by builder, as 0.2 exposed them: read-only views of `BUILDERS`.
+RECIPES = types.MappingProxyType({spec.build: (spec.make, spec.recipe) for spec in BUILDERS})
+FRONT_END_RECIPES = types.MappingProxyType(
+    {(spec.build, kind): recipe for spec in BUILDERS for kind, recipe in spec.front_end_recipes}
 )
 
 

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_relrec import models
 from keras_relrec.models import BUILDERS
 from keras_relrec.models import Recipe
 from keras_relrec.models import builder_spec
@@ -279,3 +280,15 @@ def test_a_class_without_examples_does_not_switch_the_hold_out_off():
     _, history = train_classifier(nbof_classifier, x, y, num_classes=3, seed=0, jit_compile=False,
                                   recipe=Recipe(gradient_steps=30, updates_per_epoch=5))
     assert "val_loss" in history.history
+
+
+def test_the_recipes_by_builder_of_0_2_read_the_specs():
+    """`RECIPES` and `FRONT_END_RECIPES` stay importable, read-only views
+    of `BUILDERS`: NBoF by 1,500 updates at 1e-2, and 4,000 with a learned
+    front-end or none."""
+    assert set(models.RECIPES) == {spec.build for spec in models.BUILDERS}
+    assert models.RECIPES[models.nbof_classifier][1] == models.Recipe(learning_rate=1e-2, gradient_steps=1500)
+    assert set(models.FRONT_END_RECIPES) == {(models.nbof_classifier, kind) for kind in ("conv", "window", None)}
+    assert all(r.gradient_steps == 4000 for r in models.FRONT_END_RECIPES.values())
+    with pytest.raises(TypeError):
+        models.RECIPES[models.tabl_network] = None
