@@ -19,15 +19,16 @@ TensorFlow directly.
   `runtime="2.14"` keeps op versions within an older runtime.
 - `plan_export(model)`: the `ExportPlan` every export works from (inputs,
   stateful layers and their state names, why a model cannot stream).
-- `StatefulLayer`: the protocol a layer implements to stream with named
-  states (`stateful_protocol.py` documents it); `keras.layers.RNN` streams
-  through `RNNStreamer`.
+- `StatefulLayer`: `keras_relrec.layers.StreamingLayer`, the base of the
+  layers that stream with named states (its module documents the
+  contract); `keras.layers.RNN` streams through `RNNStreamer`.
 - `ExportError`: raised, with the layer at fault, when a model cannot be
   exported as asked.
 
-Layout: `export_plan.py` (the plan), `stateful_protocol.py` (the protocol),
-`rnn_streamer.py` (RNN's implementation of it), `recurrent_loop.py` (the
-builtins-only loop), `model_graph.py` (walking and running a model's graph),
+Layout: `export_plan.py` (the plan), `stateful_protocol.py` (the streaming
+contract read off any layer), `rnn_streamer.py` (RNN's implementation of
+it), `recurrent_loop.py` (the builtins-only loop), `model_graph.py`
+(walking and running a model's graph),
 `endpoints.py` (serve / step / initial_state), `saved_model.py`, `tflite.py`,
 `litert_runner.py`, `tflite_inspect.py`, `micro.py` and `micro_probe.py`
 (TFLite Micro), `accelerator.py`, `quantization.py`, the passes over a

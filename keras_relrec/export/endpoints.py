@@ -13,7 +13,7 @@ State tensors are named `<layer name>_<state>`: `<layer name>_state_<k>` for
 the states of a recurrent layer in the order of its Keras states (for an
 LSTM: 0 is h, 1 is c), `<layer name>_output` for the previous output of a
 masked cell whose output is not its first state (`rnn_streamer`), and what
-a layer of the protocol names (`stateful_protocol`);
+a `StreamingLayer` names (`keras_relrec.layers.streaming_layer`);
 inside a nested model the names start with the model's name. The step
 returns the new states under the same names, so a caller feeds each output
 back as the next input of the same name.

@@ -8,7 +8,8 @@ model cannot stream frame by frame — the reason, naming the layer at fault.
 Every endpoint (`serve`, `step`, `initial_state`), the SavedModel and the
 TFLite export read the plan instead of working the model out again.
 
-Which layers are stateful and how they stream is the protocol in
+Which layers are stateful and how they stream is the contract of
+`keras_relrec.layers.StreamingLayer`, read off each layer by
 `stateful_protocol.py`; `keras.layers.RNN` joins it through `RNNStreamer`.
 """
 
@@ -24,11 +25,12 @@ from keras_relrec.export import recurrent_loop
 from keras_relrec.export import stateful_protocol
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.rnn_streamer import RNNStreamer
+from keras_relrec.layers.streaming_layer import StreamingLayer
 from keras_relrec.utils import keras_internals
 
 # Keras layers that act on each time step on its own, so that a one-step
 # sequence through them gives that step's output; other layers say so with
-# `acts_per_step` (see `stateful_protocol`).
+# `acts_per_step` (see `keras_relrec.layers.streaming_layer`).
 PER_STEP_LAYERS = (
     keras.layers.InputLayer,
     keras.layers.Dense,
@@ -67,7 +69,7 @@ class StatefulNode:
     """A stateful layer of the model and how it streams.
 
     layer: the Keras layer.
-    streamer: what implements the protocol: the layer itself, or an
+    streamer: the `StreamingLayer` that steps it: the layer itself, or an
         `RNNStreamer` around a `keras.layers.RNN`.
     state_specs: {state name: `tf.TensorSpec` with a dynamic batch}, in the
         order of the layer's states; the names are unique in the model.
@@ -206,7 +208,7 @@ def plan_export(model):
             f"model '{model.name}' has several inputs or outputs; streaming needs "
             "one sequence input and one output"
         )
-    node_chunks = [getattr(node.streamer, "streaming_chunk_length", None) for node in stateful]
+    node_chunks = [stateful_protocol.chunk_length(node.streamer) for node in stateful]
     chunks = set(node_chunks)
     if len(chunks) > 1:
         steps = ", ".join(f"'{node.layer.name}' by {chunk or 1}" for node, chunk in zip(stateful, node_chunks))
@@ -229,11 +231,11 @@ def plan_export(model):
 
 def _streamer(item):
     """What streams a graph operation: an `RNNStreamer` for an RNN, the layer
-    itself if it follows the protocol, None for a stateless operation."""
+    itself if it is a `StreamingLayer`, None for a stateless operation."""
     op = item.operation
     if isinstance(op, keras.layers.RNN):
         return RNNStreamer(op, item.node.input_tensors[0].shape, item.masked)
-    if isinstance(op, stateful_protocol.StatefulLayer):
+    if isinstance(op, StreamingLayer):
         return op
     return None
 

@@ -1,11 +1,13 @@
-"""`keras.layers.RNN` as a stateful layer of the export protocol."""
+"""`keras.layers.RNN` as a `StreamingLayer` of the export."""
 
 import keras
 import tensorflow as tf
 from keras import tree
 
 from keras_relrec.export import recurrent_loop
+from keras_relrec.export import stateful_protocol
 from keras_relrec.export.export_error import ExportError
+from keras_relrec.layers.streaming_layer import StreamingLayer
 from keras_relrec.utils import keras_internals
 
 # Cells whose output is their first state (h), as Keras' loops assume.
@@ -17,9 +19,9 @@ FIRST_STATE_OUTPUT_CELLS = (
 )
 
 
-class RNNStreamer:
+class RNNStreamer(StreamingLayer):
     """Streams a `keras.layers.RNN` (ours and Keras' cells, stacked cells,
-    `LSTM`, `GRU`, ...) one step at a time; see `stateful_protocol`.
+    `LSTM`, `GRU`, ...) one step at a time; see `StreamingLayer`.
 
     States: the cell's flat states, named `state_<k>` in the order of the
     layer's Keras states (for an LSTM, 0 is h and 1 is c). A masked step
@@ -102,6 +104,6 @@ def _output_state_index(layer):
     last, before = cell, []
     if isinstance(cell, keras.layers.StackedRNNCells):
         last, before = cell.cells[-1], layer.get_initial_state(1)[:-1]
-    if isinstance(last, FIRST_STATE_OUTPUT_CELLS) or getattr(last, "output_is_first_state", False):
+    if isinstance(last, FIRST_STATE_OUTPUT_CELLS) or stateful_protocol.output_is_first_state(last):
         return len(tree.flatten(before))
     return None

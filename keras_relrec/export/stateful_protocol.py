@@ -1,99 +1,42 @@
-"""The protocol a layer implements to be exported as a step with named states.
+"""The export's side of streaming: reading it off any layer of a model.
 
-Streaming export (`export_tflite(..., streaming=True)`, the SavedModel
-`step` endpoint) turns a model into one function,
-
-    step(frame, states) -> (output, new states)
-
-where `states` holds, by name, what every stateful layer of the model needs to
-carry from one frame to the next. The export plan (`export_plan.py`) looks
-at each layer of the model's graph and asks one of three questions:
-
-1. **Does it act on each time step alone?** Then a one-step sequence
-   through it gives that step's output, and it needs no state. Keras' per-
-   step layers (`Dense`, `LayerNormalization`, `Masking`, ...) are known; any
-   other layer says so with a boolean attribute (a property, if it depends
-   on the configuration):
-
-       acts_per_step = True
-
-   e.g. `BoFQuantizer` in memberships mode, `TwoDAttention(axis=2)`.
-
-2. **Does it carry state?** Then it implements the three methods below,
-   written with `keras.ops` (so they run on every backend and trace into
-   builtins-only TFLite). `keras.layers.RNN` is the first implementation,
-   through the adapter `rnn_streamer.RNNStreamer`; a layer of this package or
-   of a user implements them on itself:
-
-       streaming_state_specs() -> [(name, shape, dtype), ...]
-           The layer's states after it is built: a name (unique within the
-           layer, e.g. "memory_0"), the shape without the batch axis, and
-           the dtype. The export names each state "<layer name>_<name>"
-           (prefixed with the enclosing model's name inside a nested model).
-
-       streaming_initial_state(batch_size) -> [tensor, ...]
-           The states at the start of a stream, in the order of the specs,
-           each (batch_size, *shape).
-
-       streaming_step(inputs, states, mask=None) -> (outputs, new_states)
-           Advances the layer by `inputs`, a chunk of the sequence
-           (batch, steps, ...) — the export passes one step — from `states`
-           (a list in the order of the specs). `mask` is None or a boolean
-           (batch, steps) mask: a masked step must leave the states as they
-           were and give the output a masked step gives in the layer's own
-           call. Returns the layer's outputs for the chunk, time axis
-           included, and the new states in the order of the specs. Fed frame
-           by frame from the initial state, the outputs must equal what the
-           layer's `call` gives on the whole sequence.
-
-   A layer may also define `streaming_refusal() -> str | None`, a reason not
-   to stream in its current configuration (None: it can).
-
-   A cell inside `keras.layers.RNN` needs nothing of this: the RNN streams
-   with its cell's states. If the cell's output is its first state, as for
-   Keras' cells, it says so with `output_is_first_state = True` (all of
-   keras_relrec's cells do); then a masked frame repeats that state, as
-   Keras' loops do, and no state is added. For any other cell behind a
-   mask, the export carries the previous output as one more state.
-
-   In sequence mode (`serve`) the layer runs its own `call`, which must
-   convert to TFLite builtins; `keras.layers.RNN` and `Bidirectional` run
-   in the export's builtins-only loop instead (`recurrent_loop.py`).
-
-3. **Anything else** (pooling over time, attention over the sequence,
-   `Flatten`, a plain operation across axis 1) makes the model unable to
-   stream; the export says which layer and why.
+The contract — `StreamingLayer`'s three methods and optional members, and
+the `acts_per_step` and `output_is_first_state` attributes — is documented
+in one place, `keras_relrec/layers/streaming_layer.py`. `StatefulLayer`,
+this package's public name for it, is that class.
 
 `tests/export/test_stateful_protocol.py` defines a layer that is not an RNN
 — a causal convolution whose state is the last `kernel_size − 1` frames —
-and exports it through this protocol.
+and exports it through this protocol without subclassing the base class.
 """
 
-from typing import Protocol
-from typing import runtime_checkable
+from keras_relrec.layers.streaming_layer import StreamingLayer
 
-
-@runtime_checkable
-class StatefulLayer(Protocol):
-    """A layer that the export can run as a step with named states; see the
-    module's docstring for what each method must do."""
-
-    def streaming_state_specs(self):
-        """[(name, shape without batch, dtype), ...] of the layer's states."""
-
-    def streaming_initial_state(self, batch_size):
-        """The states at the start of a stream, in the order of the specs."""
-
-    def streaming_step(self, inputs, states, mask=None):
-        """(outputs for the chunk `inputs`, new states)."""
+StatefulLayer = StreamingLayer
 
 
 def acts_per_step(layer):
-    """Whether `layer` declares that it acts on each time step alone."""
+    """Whether `layer` declares that it acts on each time step alone; any
+    layer may (Keras' and users' too), so an absent attribute means False."""
     return bool(getattr(layer, "acts_per_step", False))
 
 
-def streaming_refusal(layer):
-    """The layer's own reason not to stream, or None."""
-    refusal = getattr(layer, "streaming_refusal", None)
-    return refusal() if callable(refusal) else None
+def output_is_first_state(cell):
+    """Whether a cell declares that its output is its first state; any cell
+    may (Keras' and users' too), so an absent attribute means False."""
+    return bool(getattr(cell, "output_is_first_state", False))
+
+
+def streaming_refusal(streamer):
+    """The streamer's own reason not to stream, or None. A layer that
+    implements `StreamingLayer`'s methods without subclassing it may lack
+    the optional ones: it gets the base class's default."""
+    if hasattr(streamer, "streaming_refusal"):
+        return streamer.streaming_refusal()
+    return StreamingLayer.streaming_refusal(streamer)
+
+
+def chunk_length(streamer):
+    """How many frames the streamer steps by (None: one), with
+    `StreamingLayer`'s default for a layer that does not subclass it."""
+    return getattr(streamer, "streaming_chunk_length", StreamingLayer.streaming_chunk_length)

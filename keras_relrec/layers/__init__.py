@@ -16,6 +16,7 @@ from keras_relrec.layers.relation_transformer import GlobalRelation
 from keras_relrec.layers.relation_transformer import InteractionTransformer
 from keras_relrec.layers.relation_transformer import RegionalRelation
 from keras_relrec.layers.relational import RelationalMemoryCell
+from keras_relrec.layers.streaming_layer import StreamingLayer
 from keras_relrec.layers.transformer_xl import RelativeMultiHeadAttention
 from keras_relrec.layers.transformer_xl import SegmentCacheTransformer
 from keras_relrec.layers.transformer_xl import SegmentSummary

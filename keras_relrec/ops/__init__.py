@@ -2,6 +2,7 @@
 
 from keras_relrec.ops.codeword_similarity import codeword_logits
 from keras_relrec.ops.compression import asinh
+from keras_relrec.ops.masking import any_valid
 from keras_relrec.ops.masking import gather_steps
 from keras_relrec.ops.masking import masked_mean
 from keras_relrec.ops.masking import masked_segment_mean

@@ -23,6 +23,29 @@ def zero_masked(x, mask=None):
     return ops.where(_broadcast_mask(mask, x), x, ops.zeros_like(x))
 
 
+def any_valid(mask, axis):
+    """Whether any entry of `mask` along `axis` is true, as a count above
+    zero: TFLite Micro has no REDUCE_ANY, and a max (REDUCE_MAX) refuses an
+    empty batch, which a sum does not.
+
+    Args:
+        mask: A boolean or numeric tensor; nonzero entries count as true.
+        axis: An int or a tuple of ints, the axes to reduce.
+
+    Returns:
+        A boolean tensor, `mask` with `axis` reduced. The count is float32
+        whatever the dtype policy: a float16 count is exact only up to 2048.
+
+    Example:
+
+    >>> from keras import ops
+    >>> mask = ops.convert_to_tensor([[True, False], [False, False]])
+    >>> ops.convert_to_numpy(any_valid(mask, axis=1))
+    array([ True, False])
+    """
+    return ops.sum(ops.cast(mask, "float32"), axis=axis) > 0
+
+
 def masked_mean(x, mask=None, axis=1):
     """Mean of `x` over `axis`, counting only entries where `mask` is true.
 

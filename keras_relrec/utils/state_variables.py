@@ -1,4 +1,4 @@
-"""The states of a layer of the streaming protocol at the start of a stream
+"""The states of a `StreamingLayer` at the start of a stream
 (zeros of its `streaming_state_specs()`), and those a `stateful=True` layer
 keeps between calls, as `keras.layers.RNN` keeps its own: variables that are
 not weights (saving and `set_weights` skip them), one per streaming state."""

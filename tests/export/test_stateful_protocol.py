@@ -44,7 +44,7 @@ class CausalConvolution(keras.layers.Layer):
     def get_config(self):
         return {**super().get_config(), "units": self.units, "kernel_size": self.kernel_size}
 
-    # The protocol of keras_relrec.export.stateful_protocol.
+    # The three methods of keras_relrec.layers.StreamingLayer, without subclassing it.
     def streaming_state_specs(self):
         return [("window", (self.kernel_size - 1, self.kernel.shape[1]), self.compute_dtype)]
 

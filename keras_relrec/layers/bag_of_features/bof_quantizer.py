@@ -185,7 +185,7 @@ class BoFQuantizer(keras.layers.Layer):
     @property
     def acts_per_step(self):
         """Memberships are per vector, so the layer streams frame by frame
-        (see `keras_relrec.export.stateful_protocol`); a histogram is not."""
+        (see `keras_relrec.layers.streaming_layer`); a histogram is not."""
         return self.output_mode == "memberships"
 
     @property

@@ -176,7 +176,7 @@ class TwoDAttention(keras.layers.Layer):
     def acts_per_step(self):
         """Attention over the features mixes each step on its own, so the
         layer streams frame by frame (see
-        `keras_relrec.export.stateful_protocol`); over the steps it is not."""
+        `keras_relrec.layers.streaming_layer`); over the steps it is not."""
         return self.axis == 2
 
     def attention_weights(self, inputs, mask=None):

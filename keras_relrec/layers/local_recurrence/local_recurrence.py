@@ -5,6 +5,7 @@ import keras
 from keras import ops
 from keras import tree
 
+from keras_relrec.layers.streaming_layer import StreamingLayer
 from keras_relrec.ops import axis_size
 from keras_relrec.ops import gather_steps
 from keras_relrec.ops import valid_steps_back
@@ -16,7 +17,7 @@ from keras_relrec.utils.registration import register_layer
 
 
 @register_layer
-class LocalRecurrence(keras.layers.Layer):
+class LocalRecurrence(keras.layers.Layer, StreamingLayer):
     """Runs a recurrent cell over the M most recent steps at every position.
 
     The local RNN of R-Transformer (Wang et al., "R-Transformer: Recurrent
@@ -63,10 +64,10 @@ class LocalRecurrence(keras.layers.Layer):
     the windows run at once: the gradient keeps every step's activations,
     B·T·M times those of one step, whatever the chunking.
 
-    **Streaming.** The state is the last M − 1 (valid) inputs. The streaming
-    protocol (`keras_relrec.export.stateful_protocol`) steps it frame by
-    frame, and `stateful=True` carries it from one call to the next; the M
-    steps of a window are unrolled, so the export has no loop inside a step.
+    **Streaming.** The state is the last M − 1 (valid) inputs. As a
+    `StreamingLayer`, the export steps it frame by frame, and
+    `stateful=True` carries it from one call to the next; the M steps of a
+    window are unrolled, so the export has no loop inside a step.
 
     Args:
         cell: A recurrent cell (with `state_size`, called as
@@ -134,7 +135,7 @@ class LocalRecurrence(keras.layers.Layer):
     def reset_state(self):
         state_variables.reset(self)
 
-    # The streaming protocol of keras_relrec.export.stateful_protocol.
+    # The three methods of StreamingLayer.
     def streaming_state_specs(self):
         """The last M − 1 inputs, oldest first."""
         return [("inputs", (self.window_size - 1,) + self._frame_shape, self.compute_dtype)]

@@ -7,6 +7,7 @@ from keras import ops
 from keras import regularizers
 
 from keras_relrec.layers.recurrent.lstm_family_cell import PEEPHOLE_NAMES
+from keras_relrec.ops import any_valid
 from keras_relrec.ops import zero_masked
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
@@ -128,9 +129,7 @@ def step_mask(mask):
     """A (batch, time) mask from a mask of rank 2 or more."""
     if len(mask.shape) == 2:
         return mask
-    # A sum of numbers: TFLite Micro has no REDUCE_ANY (and a max refuses
-    # an empty batch).
-    return ops.sum(ops.cast(mask, "float32"), axis=tuple(range(2, len(mask.shape)))) > 0
+    return any_valid(mask, axis=tuple(range(2, len(mask.shape))))
 
 
 @register_layer

@@ -7,6 +7,7 @@ from keras_relrec.layers.transformer_xl.segment_recurrence import MASK_DTYPE
 from keras_relrec.layers.transformer_xl.segment_recurrence import SegmentRecurrence
 from keras_relrec.layers.transformer_xl.segment_summary import KINDS
 from keras_relrec.layers.transformer_xl.segment_summary import SegmentSummary
+from keras_relrec.ops import any_valid
 from keras_relrec.ops import masked_softmax
 from keras_relrec.ops.relative_attention import update_memory
 from keras_relrec.utils import validation
@@ -221,8 +222,8 @@ class SegmentCacheTransformer(SegmentRecurrence):
         self.summary.build((None, self.segment_len, self.hidden_dim))
 
     def streaming_state_specs(self):
-        """[(name, shape without batch, dtype)] of the states (the protocol
-        of `keras_relrec.export.stateful_protocol`)."""
+        """[(name, shape without batch, dtype)] of the states (see
+        `StreamingLayer`)."""
         slots, length, width = self.num_slots, self.segment_len, self.hidden_dim
         specs = [("keys", (slots, self.summary_dim), self.compute_dtype)]
         specs += [(f"values_{n}", (slots, length, width), self.compute_dtype) for n in range(self.num_layers)]
@@ -267,9 +268,7 @@ class SegmentCacheTransformer(SegmentRecurrence):
             (alpha (batch, N), the softmax over the filled slots; indices
             (batch, k) of the recalled slots, the most relevant first).
         """
-        # A sum of numbers: TFLite Micro has no REDUCE_ANY (and a max
-        # refuses an empty batch).
-        filled = ops.sum(ops.cast(slot_mask > 0, "float32"), axis=-1) > 0
+        filled = any_valid(slot_mask > 0, axis=-1)
         logits = ops.einsum("bk,bnk->bn", query, ops.stop_gradient(ops.cast(keys, query.dtype)))
         alpha = masked_softmax(logits, filled)
         ranked = ops.stop_gradient(logits)

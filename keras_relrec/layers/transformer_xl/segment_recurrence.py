@@ -7,8 +7,10 @@ import math
 import keras
 from keras import ops
 
+from keras_relrec.layers.streaming_layer import StreamingLayer
 from keras_relrec.layers.transformer_xl.relative_multi_head_attention import check_clamp_len
 from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerXLBlock
+from keras_relrec.ops import any_valid
 from keras_relrec.ops import axis_size
 from keras_relrec.ops import zero_masked
 from keras_relrec.utils import state_variables
@@ -18,7 +20,7 @@ from keras_relrec.utils.initializers import clone_initializer
 MASK_DTYPE = "float32"
 
 
-class SegmentRecurrence(keras.layers.Layer):
+class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
     """Base of the segment-recurrent stacks; not a public layer.
 
     It owns `num_layers` `TransformerXLBlock`s (`self.blocks`, with u and v
@@ -35,9 +37,8 @@ class SegmentRecurrence(keras.layers.Layer):
     count, an `ops.fori_loop` otherwise), keeps the states of a segment
     with no valid position, and gives the layer the behaviour of a
     `keras.layers.RNN` whose step is a segment: `initial_state`,
-    `return_state`, `stateful` with `reset_state()`, and the streaming
-    protocol of `keras_relrec.export.stateful_protocol` with one segment
-    per step.
+    `return_state`, `stateful` with `reset_state()`, and streaming as a
+    `StreamingLayer` with one segment per step.
     """
 
     # Whether a call or streaming chunk of known length shorter than a
@@ -163,11 +164,6 @@ class SegmentRecurrence(keras.layers.Layer):
     def _relative_biases(self):
         return (self.content_bias, self.position_bias) if self.tie_relative_biases else None
 
-    def streaming_state_specs(self):
-        """[(name, shape without batch, dtype)] of the states (the protocol
-        of `keras_relrec.export.stateful_protocol`)."""
-        raise NotImplementedError
-
     @property
     def streaming_chunk_length(self):
         """The streaming step takes one segment."""
@@ -244,9 +240,7 @@ class SegmentRecurrence(keras.layers.Layer):
         if mask is not None and new_states:
             # A segment with no valid position leaves the states as they
             # were, as a masked step leaves an RNN's state.
-            # A sum of numbers: TFLite Micro has no REDUCE_ANY (and a max
-            # refuses an empty batch).
-            keep = ops.sum(ops.cast(mask, "float32"), axis=1) > 0
+            keep = any_valid(mask, axis=1)
             new_states = [
                 ops.where(ops.reshape(keep, (-1,) + (1,) * (len(new.shape) - 1)), new, ops.cast(old, new.dtype))
                 for new, old in zip(new_states, states)

@@ -32,9 +32,9 @@ class TransformerXL(SegmentRecurrence):
     The layer behaves like a `keras.layers.RNN` whose step is a segment and
     whose state is the memories: `initial_state`, `return_state`,
     `stateful` with `reset_state()` (truncated back-propagation over
-    segments, as the paper trains: gradients stop at the memory), and the
-    streaming protocol of `keras_relrec.export.stateful_protocol` with one
-    segment per step (SavedModel `step`, TFLite streaming). The states are
+    segments, as the paper trains: gradients stop at the memory), and
+    streaming as a `StreamingLayer` with one segment per step (SavedModel
+    `step`, TFLite streaming). The states are
     `[memory_0, …, memory_(num_layers−1), memory_mask]`: each memory is
     (batch, mem_len, hidden_dim), and memory_mask (batch, mem_len) is 1 for
     slots that hold a position (float32).
@@ -147,8 +147,8 @@ class TransformerXL(SegmentRecurrence):
         self.mem_len = mem_len
 
     def streaming_state_specs(self):
-        """[(name, shape without batch, dtype)] of the states (the protocol
-        of `keras_relrec.export.stateful_protocol`)."""
+        """[(name, shape without batch, dtype)] of the states (see
+        `StreamingLayer`)."""
         if not self.mem_len:
             return []
         memory = (self.mem_len, self.hidden_dim)
