@@ -7,12 +7,15 @@ import pytest
 
 ROOT = pathlib.Path(__file__).parent.parent
 INTERNALS = ROOT / "keras_relrec" / "utils" / "keras_internals.py"
+TF_INTERNALS = ROOT / "keras_relrec" / "export" / "tensorflow_internals.py"
 # Keras' private modules, and the private attributes of Keras objects the
 # package reads.
 PRIVATE = re.compile(
     r"^\s*(from|import)\s+keras\.src|\._(flatten_layers|functional|keras_history|nodes_by_depth"
     r"|run_through_graph|call_has_training_arg|inbound_nodes|keras_mask)\b"
 )
+# TensorFlow's private modules and the converter's private settings.
+TF_PRIVATE = re.compile(r"^\s*(from|import)\s+tensorflow\.(python|compiler|lite\.python)\b|\._experimental_")
 
 
 def python_files():
@@ -22,16 +25,20 @@ def python_files():
     yield ROOT / "setup.py"
 
 
-def test_keras_private_api_is_used_in_one_module_only():
-    """Moving to the next Keras is then the work of keras_internals.py."""
+@pytest.mark.parametrize(("fence", "private"), [(INTERNALS, PRIVATE), (TF_INTERNALS, TF_PRIVATE)],
+                         ids=["keras", "tensorflow"])
+def test_private_api_is_used_in_its_fence_module_only(fence, private):
+    """Moving to the next Keras (TensorFlow) is then the work of
+    keras_internals.py (tensorflow_internals.py)."""
     offenders = [
         f"{path.relative_to(ROOT)}:{number}"
         for path in python_files()
-        if path != INTERNALS and path != pathlib.Path(__file__)
+        if path != fence and path != pathlib.Path(__file__)
         for number, line in enumerate(path.read_text().splitlines(), 1)
-        if PRIVATE.search(line)
+        if private.search(line)
     ]
     assert not offenders, offenders
+    assert any(private.search(line) for line in fence.read_text().splitlines()), "the pattern matches nothing"
 
 
 def test_layers_use_keras_ops_not_tensorflow():

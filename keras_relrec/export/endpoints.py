@@ -35,15 +35,16 @@ def output_dict(outputs):
     return {f"output_{k}": t for k, t in enumerate(flat)}
 
 
-def serve_fn(plan):
-    """Whole sequences through the model, recurrent layers in the loop."""
+def serve_fn(plan, unroll=False):
+    """Whole sequences through the model, recurrent layers in the loop
+    (unrolled over a static length with `unroll`)."""
     recurrent = {id(layer) for layer in plan.recurrent}
 
     def sequence_call(layer):
         def call(sequences, mask, kwargs):
             states = kwargs.get("initial_state")
             states = None if states is None else tree.flatten(states)
-            return recurrent_loop.sequence(layer, sequences, mask, states)
+            return recurrent_loop.sequence(layer, sequences, mask, states, unroll)
 
         return call
 
@@ -144,20 +145,21 @@ def initial_state_fn(plan):
 
 
 def add_endpoints(archive, plan, *, sequence=True, streaming=False, dynamic_length=True, check_batch=False,
-                  batch_size=None, length=None, step_only=False):
+                  batch_size=None, length=None, step_only=False, unroll=False):
     """Adds `serve`, and with `streaming` `step` and `initial_state`, to a
     `keras.export.ExportArchive` that tracks the plan's model.
 
     `batch_size` fixes the batch of every signature, `length` the time axis
     of `serve` (with `dynamic_length=False`). `step_only` leaves out every
-    streaming signature but `step` (a runtime that runs one subgraph).
+    streaming signature but `step` (a runtime that runs one subgraph);
+    `unroll` traces `serve`'s recurrent loops unrolled (a fixed length).
 
     Returns:
         The names of the endpoints added.
     """
     names = []
     if sequence:
-        archive.add_endpoint("serve", serve_fn(plan),
+        archive.add_endpoint("serve", serve_fn(plan, unroll),
                              input_signature=[plan.serve_specs(dynamic_length, batch_size, length)])
         names.append("serve")
     if streaming:

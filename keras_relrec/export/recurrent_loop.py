@@ -13,15 +13,12 @@ zeros with `zero_output_for_mask=True`).
 from given states, for the streaming signatures, with the helpers here.
 """
 
-import contextlib
-import contextvars
-
 import keras
 import tensorflow as tf
 from keras import tree
-from tensorflow.compiler.tf2xla.python.xla import dynamic_update_slice
 
 from keras_relrec.export.export_error import ExportError
+from keras_relrec.export.tensorflow_internals import dynamic_update_slice
 
 
 def is_recurrent(layer):
@@ -77,14 +74,18 @@ def _step_output_shape(layer, sequences):
     return tuple(shape[2:] if layer.return_sequences else shape[1:])
 
 
-def sequence(layer, sequences, mask=None, states=None):
+def sequence(layer, sequences, mask=None, states=None, unroll=False):
     """Runs a recurrent layer over `sequences` as Keras would at inference.
+
+    With `unroll=True` a sequence of static length is traced as one copy of
+    the step per time step (no WHILE: the accelerator target's export), as
+    Sonnet's `static_unroll` against its `dynamic_unroll`.
 
     Returns what the layer returns: the output (all steps or the last), and
     with `return_state=True` the final states after it.
     """
     if isinstance(layer, keras.layers.Bidirectional):
-        return _bidirectional_sequence(layer, sequences, mask, states)
+        return _bidirectional_sequence(layer, sequences, mask, states, unroll)
     if layer.unroll:
         raise ExportError(
             f"layer '{layer.name}' has unroll=True; export it with unroll=False "
@@ -124,7 +125,7 @@ def sequence(layer, sequences, mask=None, states=None):
             new_states = [where(mask_t, n, s) for n, s in zip(new_states, states)]
         return output, new_states
 
-    if _UNROLL.get() and isinstance(steps, int):
+    if unroll and isinstance(steps, int):
         # One copy of the step per time step, no loop: for delegates that
         # cannot run a WHILE (GPU, NPU).
         outputs = []
@@ -166,20 +167,6 @@ def _finish(layer, output, states):
     return output
 
 
-_UNROLL = contextvars.ContextVar("unroll", default=False)
-
-
-@contextlib.contextmanager
-def unrolled():
-    """Within it, a loop over a sequence of static length is traced
-    unrolled (the accelerator target's export)."""
-    token = _UNROLL.set(True)
-    try:
-        yield
-    finally:
-        _UNROLL.reset(token)
-
-
 def _invariant(value, batch):
     """The batch may vary across calls unless the signature fixes it; the
     loop keeps every other axis."""
@@ -189,13 +176,13 @@ def _invariant(value, batch):
     return tf.TensorShape(shape)
 
 
-def _bidirectional_sequence(layer, sequences, mask, states):
+def _bidirectional_sequence(layer, sequences, mask, states, unroll):
     n_forward = len(initial_state(layer.forward_layer, 1))
     forward_states = backward_states = None
     if states is not None:
         forward_states, backward_states = states[:n_forward], states[n_forward:]
-    forward = sequence(layer.forward_layer, sequences, mask, forward_states)
-    backward = sequence(layer.backward_layer, sequences, mask, backward_states)
+    forward = sequence(layer.forward_layer, sequences, mask, forward_states, unroll)
+    backward = sequence(layer.backward_layer, sequences, mask, backward_states, unroll)
     if layer.return_state:
         forward, *forward_final = forward
         backward, *backward_final = backward

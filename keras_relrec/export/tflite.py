@@ -1,7 +1,6 @@
 """TFLite export: builtins only, dynamic batch and length, streaming and
 quantized variants."""
 
-import contextlib
 import pathlib
 import tempfile
 
@@ -13,9 +12,9 @@ from keras_relrec.export import endpoints
 from keras_relrec.export import micro as micro_runtime
 from keras_relrec.export import model_graph
 from keras_relrec.export import quantization
-from keras_relrec.export import recurrent_loop
 from keras_relrec.export import static_reshapes
 from keras_relrec.export import tensor_names
+from keras_relrec.export import tensorflow_internals
 from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.export_plan import plan_export
@@ -148,18 +147,19 @@ def export_tflite(
         calibration = _calibration_data(plan, representative_data, streaming, batch_size, fixed)
     with tempfile.TemporaryDirectory() as folder:
         archive = endpoints.new_archive(model)
-        with recurrent_loop.unrolled() if target == "accelerator" else contextlib.nullcontext():
-            keys = endpoints.add_endpoints(
-                archive,
-                plan,
-                sequence=not streaming,
-                streaming=streaming,
-                dynamic_length=dynamic_length,
-                batch_size=batch_size,
-                length=length,
-                step_only=fixed,
-            )
-            archive.write_out(folder, verbose=False)
+        keys = endpoints.add_endpoints(
+            archive,
+            plan,
+            sequence=not streaming,
+            streaming=streaming,
+            dynamic_length=dynamic_length,
+            batch_size=batch_size,
+            length=length,
+            step_only=fixed,
+            # No WHILE for a delegate (GPU, NPU): one step per time step.
+            unroll=target == "accelerator",
+        )
+        archive.write_out(folder, verbose=False)
         converter = tf.lite.TFLiteConverter.from_saved_model(folder, signature_keys=keys)
         converter.target_spec.supported_ops = [
             tf.lite.OpsSet.TFLITE_BUILTINS_INT8 if integer_io else tf.lite.OpsSet.TFLITE_BUILTINS
@@ -174,7 +174,7 @@ def export_tflite(
             converter.inference_input_type = converter.inference_output_type = tf.int8
         if runtime is not None:
             # Per-channel weights need FULLY_CONNECTED version 12 (2.17).
-            converter._experimental_disable_per_channel_quantization_for_dense_layers = True
+            tensorflow_internals.quantize_dense_weights_per_tensor(converter)
         try:
             content = converter.convert()
         except Exception as error:  # the converter raises several types
