@@ -7,7 +7,6 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from keras_relrec.export import accelerator
 from keras_relrec.export import endpoints
 from keras_relrec.export import micro as micro_runtime
 from keras_relrec.export import model_graph
@@ -18,12 +17,9 @@ from keras_relrec.export import tensorflow_internals
 from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.export_plan import plan_export
+from keras_relrec.export.targets import TARGETS
 
 QUANTIZE_MODES = (None, "float16", "dynamic_int8", "int8")
-# "litert": phones and desktops (dynamic shapes, every signature); "micro":
-# TensorFlow Lite for Microcontrollers (fixed shapes, one subgraph to run);
-# "accelerator": GPU and NPU delegates (fixed shapes, no loop).
-TARGETS = ("litert", "micro", "accelerator")
 # Enough calibration examples for int8 ranges; more only slows conversion.
 MAX_CALIBRATION_EXAMPLES = 100
 
@@ -123,8 +119,9 @@ def export_tflite(
             f"{'given' if representative_data is not None else 'None'}."
         )
     if target not in TARGETS:
-        raise ValueError(f"Argument `target` must be one of {TARGETS}; received target={target!r}.")
-    micro, fixed = target == "micro", target != "litert"
+        raise ValueError(f"Argument `target` must be one of {tuple(TARGETS)}; received target={target!r}.")
+    target = TARGETS[target]
+    fixed = target.fixed
     if integer_io is None:
         integer_io = quantize == "int8" and fixed
     if integer_io and quantize != "int8":
@@ -141,7 +138,7 @@ def export_tflite(
         plan.require_streaming()  # names the layer before anything is traced
     elif fixed:
         dynamic_length = False
-        _require_fixed_length(plan, length, target)
+        _require_fixed_length(plan, length, target.name)
     calibration = None
     if quantize == "int8":
         calibration = _calibration_data(plan, representative_data, streaming, batch_size, fixed)
@@ -156,8 +153,7 @@ def export_tflite(
             batch_size=batch_size,
             length=length,
             step_only=fixed,
-            # No WHILE for a delegate (GPU, NPU): one step per time step.
-            unroll=target == "accelerator",
+            unroll=target.unroll,
         )
         archive.write_out(folder, verbose=False)
         converter = tf.lite.TFLiteConverter.from_saved_model(folder, signature_keys=keys)
@@ -193,10 +189,7 @@ def export_tflite(
     content = tensor_names.named(content)
     summary = tflite_inspect.summarize(content)
     summary["reshapes_made_static"] = made_static
-    if micro:
-        summary["micro"] = micro_runtime.check(content, model)
-    if target == "accelerator":
-        summary["accelerator"] = _accelerator_check(content, model, integer_io)
+    summary.update(target.check(content, model, integer_io))
     path = pathlib.Path(path)
     path.write_bytes(content)
     if fixed and streaming:
@@ -229,18 +222,6 @@ def _require_fixed_length(plan, length, target):
             f"target={target!r} in sequence mode needs a fixed length: input '{unknown[0]}' has none; pass "
             "length=... (or export streaming=True, which takes any length frame by frame)."
         )
-
-
-def _accelerator_check(content, model, integer_io):
-    """The delegate check; a loop or a dynamic shape left in the file fails
-    the export, naming the layer it comes from."""
-    found = accelerator.compatibility(content)
-    if not found["ready"]:
-        where = model_graph.culprit(model, " ".join(found["tensors"]))
-        raise ExportError(f"{where} does not export for accelerators: {found['reasons'][0]}")
-    if integer_io and not found["integer_only"]:
-        raise ExportError("the int8 file keeps float tensors, which an integer-only accelerator cannot run")
-    return found
 
 
 def _calibration_examples(plan, representative_data, batch_size=None):
