@@ -101,6 +101,9 @@ class ExportPlan:
     chunk_length: None when the step takes one frame; L when its stateful
         layers step by chunks of L frames (`streaming_chunk_length`, e.g.
         a Transformer-XL segment): the step then takes and returns L frames.
+    layers: every operation of the graph (nested models' too), in the
+        order of the walk: the later stages name a layer at fault from
+        them (`culprit`) without walking the model again.
     """
 
     model: object
@@ -110,6 +113,17 @@ class ExportPlan:
     stateful: tuple
     streaming_refusal: str | None
     chunk_length: int | None = None
+    layers: tuple = ()
+
+    def layer_in_scope(self, text):
+        """The layer whose name scope appears first in `text` (op or tensor
+        names of a converted file, or a converter's message), or None."""
+        return model_graph.layer_in_scope(self.layers, text)
+
+    def culprit(self, text):
+        """"layer '<name>' (<class>)" for the layer at fault in `text`, or
+        "the model"."""
+        return model_graph.culprit(self.layers, text)
 
     @property
     def can_stream(self):
@@ -172,9 +186,10 @@ def plan_export(model):
     graph = model_graph.functional(model)
     inputs = {_safe_name(keras_internals.input_layer_name(t)): t for t in graph.inputs}
     num_outputs = len(tree.flatten(model.outputs))
-    recurrent, stateful, refusals, used_names = [], [], [], set()
+    recurrent, stateful, refusals, used_names, layers = [], [], [], set(), []
     for item in model_graph.walk(model):
         op = item.operation
+        layers.append(op)
         if recurrent_loop.is_recurrent(op):
             recurrent.append(op)
         if isinstance(op, keras.layers.Bidirectional):
@@ -223,6 +238,7 @@ def plan_export(model):
         inputs=inputs,
         num_outputs=num_outputs,
         recurrent=tuple(recurrent),
+        layers=tuple(layers),
         stateful=tuple(stateful),
         streaming_refusal=reasons[0] if reasons else None,
         chunk_length=next(iter(chunks)) if len(chunks) == 1 else None,

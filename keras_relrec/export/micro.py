@@ -50,30 +50,29 @@ def missing_ops(message):
     return sorted(set(re.findall(r"Didn't find op for builtin opcode '(\w+)'", message)))
 
 
-def _refusal(content, message, model):
+def _refusal(content, message, plan):
     """One line: why TFLM cannot run the file, naming the op and the layer."""
-    from keras_relrec.export import model_graph
-
     missing = missing_ops(message)
     failed = re.findall(r"Node (\w+) \(number \d+\) failed", message)
     if not missing and not failed:
         return f"the tflite-micro interpreter cannot run the file: {message}"
     op = (missing or failed)[0]
-    where = model_graph.culprit(model, " ".join(tflite_inspect.op_outputs(content).get(op, [])))
+    names = " ".join(tflite_inspect.op_outputs(content).get(op, []))
+    where = plan.culprit(names) if plan is not None else "the model"
     if missing:
         return f"{where} needs the op {op}, which TensorFlow Lite for Microcontrollers lacks"
     return f"{where} uses the op {op} in a way TensorFlow Lite for Microcontrollers does not run: {message}"
 
 
-def check(content, model=None):
+def check(content, plan=None):
     """Runs the file on zeros in the tflite-micro interpreter, in a child
     process (TFLM's native code may crash on a file it does not support),
     and finds the smallest tensor arena it runs in.
 
     Args:
         content: The `.tflite` file's bytes.
-        model: The Keras model it was exported from, to name the layer of an
-            op that TFLM lacks.
+        plan: The `ExportPlan` of the model it was exported from, to name
+            the layer of an op that TFLM lacks.
 
     Returns:
         {"arena_bytes": the smallest arena (to 16 bytes) in which the
@@ -94,7 +93,7 @@ def check(content, model=None):
         raise ExportError(f"the tflite-micro check failed: {said}")
     found = json.loads(done.stdout.strip().splitlines()[-1])
     if "error" in found:
-        raise ExportError(_refusal(content, found["error"], model))
+        raise ExportError(_refusal(content, found["error"], plan))
     return found
 
 

@@ -81,22 +81,23 @@ def _walk(model, prefix, outer_masked, multiplicity, found):
             found[id(op)] = GraphOperation(op, node, prefix, masked, calls)
 
 
-def layer_in_scope(model, text):
-    """The layer of `model` whose name scope (`<name>/`, or `<name>_<n>/`
-    when traced more than once) appears first in `text` (op or tensor names
-    of a converted file, the first being the one at fault), or None."""
+def layer_in_scope(layers, text):
+    """The layer of `layers` (an export plan's) whose name scope (`<name>/`,
+    or `<name>_<n>/` when traced more than once) appears first in `text` (op
+    or tensor names of a converted file, the first being the one at fault),
+    or None."""
     found = []
-    for layer in (item.operation for item in walk(model)):
+    for layer in layers:
         match = re.search(rf"""(^|[/"'\s]){re.escape(layer.name)}(_\d+)?/""", text)
         if match:
             found.append((match.start(), layer))
     return min(found, key=lambda item: item[0])[1] if found else None
 
 
-def culprit(model, text):
+def culprit(layers, text):
     """"layer '<name>' (<class>)" for the layer `layer_in_scope` finds in
-    `text`, or "the model" when none is found (or no model is given)."""
-    layer = layer_in_scope(model, text) if model is not None else None
+    `text`, or "the model" when none is found."""
+    layer = layer_in_scope(layers, text)
     return f"layer '{layer.name}' ({type(layer).__name__})" if layer is not None else "the model"
 
 

@@ -8,7 +8,6 @@ reads: validate → plan → trace → convert → `target.check` → write.
 
 from keras_relrec.export import accelerator
 from keras_relrec.export import micro
-from keras_relrec.export import model_graph
 from keras_relrec.export.export_error import ExportError
 
 
@@ -29,9 +28,10 @@ class Target:
     fixed = False
     unroll = False
 
-    def check(self, content, model, integer_io):
-        """Checks the converted file `content` (bytes) of `model` for the
-        target.
+    def check(self, content, plan, integer_io):
+        """Checks the converted file `content` (bytes) of the model of
+        `plan` (its `ExportPlan`, which names a layer at fault) for the
+        target; `integer_io`: whether the file is to be fully integer.
 
         Returns:
             What the export's summary gains (a dict).
@@ -40,7 +40,7 @@ class Target:
             ExportError: the file does not run on the target; the message
                 names the layer at fault.
         """
-        del content, model, integer_io  # LiteRT runs what the converter writes
+        del content, plan, integer_io  # LiteRT runs what the converter writes
         return {}
 
 
@@ -51,9 +51,9 @@ class MicroTarget(Target):
     name = "micro"
     fixed = True
 
-    def check(self, content, model, integer_io):
+    def check(self, content, plan, integer_io):
         del integer_io
-        return {"micro": micro.check(content, model)}
+        return {"micro": micro.check(content, plan)}
 
 
 class AcceleratorTarget(Target):
@@ -64,10 +64,10 @@ class AcceleratorTarget(Target):
     fixed = True
     unroll = True
 
-    def check(self, content, model, integer_io):
+    def check(self, content, plan, integer_io):
         found = accelerator.compatibility(content)
         if not found["ready"]:
-            where = model_graph.culprit(model, " ".join(found["tensors"]))
+            where = plan.culprit(" ".join(found["tensors"]))
             raise ExportError(f"{where} does not export for accelerators: {found['reasons'][0]}")
         if integer_io and not found["integer_only"]:
             raise ExportError("the int8 file keeps float tensors, which an integer-only accelerator cannot run")

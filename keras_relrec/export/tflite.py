@@ -9,7 +9,6 @@ import tensorflow as tf
 
 from keras_relrec.export import endpoints
 from keras_relrec.export import micro as micro_runtime
-from keras_relrec.export import model_graph
 from keras_relrec.export import quantization
 from keras_relrec.export import static_reshapes
 from keras_relrec.export import tensor_names
@@ -174,7 +173,7 @@ def export_tflite(
         try:
             content = converter.convert()
         except Exception as error:  # the converter raises several types
-            raise ExportError(_conversion_reason(model, error)) from None
+            raise ExportError(_conversion_reason(plan, error)) from None
     custom = tflite_inspect.custom_ops(content)
     if custom:
         raise ExportError(f"the converted model needs non-builtin ops {custom}")
@@ -189,7 +188,7 @@ def export_tflite(
     content = tensor_names.named(content)
     summary = tflite_inspect.summarize(content)
     summary["reshapes_made_static"] = made_static
-    summary.update(target.check(content, model, integer_io))
+    summary.update(target.check(content, plan, integer_io))
     path = pathlib.Path(path)
     path.write_bytes(content)
     if fixed and streaming:
@@ -296,7 +295,7 @@ def _calibration_data(plan, representative_data, streaming, batch_size=None, ste
     return frames if streaming else sequences
 
 
-def _conversion_reason(model, error):
+def _conversion_reason(plan, error):
     """One line: what the converter rejected and the layer it belongs to.
 
     The converter reports ops by their TensorFlow name scope, which starts
@@ -305,7 +304,7 @@ def _conversion_reason(model, error):
     lines = [line.strip() for line in text.splitlines() if "error:" in line]
     first = lines[0] if lines else (text.strip().splitlines() or [repr(error)])[0]
     first = first.rsplit("): ", 1)[-1]  # drop the location, keep the reason
-    layer = model_graph.layer_in_scope(model, text)
+    layer = plan.layer_in_scope(text)
     if layer is not None:
         return f"layer '{layer.name}' ({layer.__class__.__name__}) does not convert to TFLite builtins: {first}"
     return f"the model does not convert to TFLite builtins: {first}"
