@@ -52,8 +52,9 @@ class SegmentCacheTransformer(SegmentRecurrence):
       memories), so that layer n recalls V^(n−1).
     - **No 1/sqrt(d_key)** in α, as the note writes it: divided, the logits
       stayed small beside the exploration's noise, α near uniform and the
-      recall close to random in the long-range recall tutorial (50–83%
-      validation accuracy there, 94% without).
+      recall close to random in the long-range recall tutorial (its
+      figures: tutorials/README.md, "Long-range recall with the segment
+      cache").
     - **Empty slots** (the first N segments of a stream) are masked before
       the softmax and never recalled: with fewer than k filled slots, the
       others come back with α = 0 and all their positions masked.
