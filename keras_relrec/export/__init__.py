@@ -28,12 +28,14 @@ TensorFlow directly.
 Layout: `export_plan.py` (the plan), `stateful_protocol.py` (the streaming
 contract read off any layer), `rnn_streamer.py` (RNN's implementation of
 it), `recurrent_loop.py` (the builtins-only loop), `model_graph.py`
-(walking and running a model's graph),
-`endpoints.py` (serve / step / initial_state), `saved_model.py`, `tflite.py`,
-`litert_runner.py`, `tflite_inspect.py`, `micro.py` and `micro_probe.py`
-(TFLite Micro), `accelerator.py`, `quantization.py`, the passes over a
-converted file (`static_reshapes.py`, `tensor_names.py`, both through
-`flatbuffer.py`), `cli.py` (the `keras-relrec` command).
+(walking and running a model's graph), `endpoints.py` (serve / step /
+initial_state), `saved_model.py`, `tflite.py`, `targets.py` (LiteRT,
+Micro, accelerator: what each file fixes and checks), `litert_runner.py`,
+`tflite_inspect.py`, `micro.py` and `micro_probe.py` (TFLite Micro),
+`accelerator.py`, `quantization.py`, the passes over a converted file
+(`static_reshapes.py`, `tensor_names.py`, both through `flatbuffer.py`),
+`tensorflow_internals.py` (TensorFlow's private API), `cli.py` (the
+`keras-relrec` command).
 """
 
 try:
