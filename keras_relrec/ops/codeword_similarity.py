@@ -14,7 +14,8 @@ def codeword_logits(x, codebook, scale, distance="l2", epsilon=1e-12):
         x: (..., D) feature vectors.
         codebook: (K, D) codewords v_k.
         scale: (K, D) per-dimension scales w_k, or (K, 1) one per codeword.
-        distance: `"l2"`, ‖·‖₂ (the NBoF lecture), or `"squared_l2"`, ‖·‖₂²
+        distance: `"l2"`, ‖·‖₂ (NBoF in the lecture "Sequence processing",
+            course Advanced Deep Learning), or `"squared_l2"`, ‖·‖₂²
             (the Gaussian membership of the authors' later code).
         epsilon: Added under the square root, so the gradient is finite
             where x equals a codeword.

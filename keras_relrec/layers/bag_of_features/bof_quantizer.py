@@ -25,7 +25,8 @@ class BoFQuantizer(keras.layers.Layer):
     every feature vector, or their histogram.
 
     Passalis and Tefas, "Neural Bag-of-Features Learning", Pattern
-    Recognition 64, 2017 (the lecture's formulation). With a codebook of K
+    Recognition 64, 2017, as the lecture "Sequence processing" of the course
+    Advanced Deep Learning formulates it. With a codebook of K
     codewords v_k ∈ R^D and scales w_k, each feature vector x_n gets
 
     ```
@@ -46,7 +47,7 @@ class BoFQuantizer(keras.layers.Layer):
     (Segments of each sequence's own valid steps instead did worse where
     the lengths differ: `benchmarks/RESULTS.md`.)
 
-    The lecture's layer is `distance="l2"`, `scale="per_dimension"` (w_k ∈ R^D). The
+    That lecture's layer is `distance="l2"`, `scale="per_dimension"` (w_k ∈ R^D). The
     authors' later code uses a scalar scale per codeword
     (`scale="per_codeword"`) and a Gaussian of the squared distance
     (`distance="squared_l2"`, i.e. φ_nk ∝ exp(−‖w_k ⊙ (x_n − v_k)‖²)).

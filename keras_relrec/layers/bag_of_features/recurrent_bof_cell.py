@@ -19,8 +19,9 @@ class RecurrentBoFCell(keras.layers.Layer):
 
     After Krestenitis, Passalis, Iosifidis, Gabbouj and Tefas, "Recurrent
     bag-of-features for visual information analysis", Pattern Recognition
-    106, 2020, as the lecture presents it: a GRU-like quantizer whose
-    histogram s_j is updated step by step. The lecture names a reset gate r,
+    106, 2020, as the lecture "Sequence processing" of the course Advanced
+    Deep Learning presents it: a GRU-like quantizer whose histogram s_j is
+    updated step by step. The lecture names a reset gate r,
     an update gate z, a recurrent quantizer d and the update
     s_j = (1 − z) ⊙ s_{j−1} + z ⊙ u, but does not say what u is or how d
     enters it; there is no public code. keras_relrec defines them, by

@@ -32,8 +32,9 @@ class TwoDAttention(keras.layers.Layer):
 
     `axis=1` attends over the steps (the paper's temporal attention on the
     memberships Φ: which steps matter), `axis=2` over the features (its
-    codeword attention on Φ, or the lecture's input attention on the raw
-    input X before the quantizer: which features matter at each step). W is
+    codeword attention on Φ, or the input attention on the raw input X
+    before the quantizer of the lecture "Sequence processing", course
+    Advanced Deep Learning: which features matter at each step). W is
     (L, L), initialised to 1/L everywhere so that A starts uniform; τ starts
     at 0.5 and a `UnitInterval` constraint clips it to [0, 1] after every
     update, as the authors clip it. (The authors' code calls 1 − τ `alpha`.)

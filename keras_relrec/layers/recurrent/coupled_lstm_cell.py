@@ -8,8 +8,9 @@ from keras_relrec.utils.registration import register_layer
 class CoupledLSTMCell(LSTMFamilyCell):
     """LSTM cell whose input gate is one minus its forget gate (CIFG).
 
-    The cell decides together what to forget and what to write (the
-    lecture's "LSTMs with coupled forget and input gates"; Greff et al.,
+    The cell decides together what to forget and what to write ("LSTMs
+    with coupled forget and input gates" in the lecture "Sequence
+    processing" of the course Advanced Deep Learning; Greff et al.,
     "LSTM: A Search Space Odyssey", IEEE TNNLS 2017, variant CIFG). With
     `z = x_t W + h_{t-1} U + b` split into blocks f, c, o:
 

@@ -10,7 +10,8 @@ class PeepholeLSTMCell(LSTMFamilyCell):
 
     The input and forget gates look at the previous cell state, the output
     gate at the new one (Gers & Schmidhuber, "Recurrent nets that time and
-    count", IJCNN 2000; the lecture's "LSTMs with peephole connections").
+    count", IJCNN 2000; "LSTMs with peephole connections" in the lecture
+    "Sequence processing" of the course Advanced Deep Learning).
     With `z = x_t W + h_{t-1} U + b` split into blocks i, f, c, o:
 
     ```
