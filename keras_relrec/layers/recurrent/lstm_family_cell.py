@@ -3,7 +3,10 @@
 `LSTMFamilyCell` holds what the peephole and the coupled input-forget-gate
 LSTM cells have in common: Keras' usual LSTM arguments, one fused kernel of
 gate blocks, optional peephole vectors and one step function. A subclass only
-says which gate blocks it has (`GATES`) and whether peepholes are on.
+says which gate blocks it has (`GATES`) and whether peepholes are on. The
+step (`dropped_step_inputs`, `lstm_update`) and the peephole weights
+(`add_peephole_weights`) are functions, which `PeepholeConvLSTM2D`'s cell
+shares.
 """
 
 import keras
@@ -149,18 +152,7 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
                 regularizer=self.bias_regularizer,
                 constraint=self.bias_constraint,
             )
-        for gate in self._peephole_gates():
-            setattr(
-                self,
-                PEEPHOLE_NAMES[gate],
-                self.add_weight(
-                    shape=(self.units,),
-                    name=PEEPHOLE_NAMES[gate],
-                    initializer=clone_initializer(self.peephole_initializer, PEEPHOLE_NAMES[gate]),
-                    regularizer=self.peephole_regularizer,
-                    constraint=self.peephole_constraint,
-                ),
-            )
+        add_peephole_weights(self, self._peephole_gates(), (self.units,))
 
     def _bias_initializer(self, shape, dtype=None):
         bias = clone_initializer(self.bias_initializer, "bias")(shape, dtype=dtype)
@@ -178,34 +170,14 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
             return ()
         return tuple(gate for gate in ("i", "f", "o") if gate in self.GATES)
 
-    def _peephole(self, gate, cell_state):
-        if gate in self._peephole_gates():
-            return getattr(self, PEEPHOLE_NAMES[gate]) * cell_state
-        return 0.0
-
     def call(self, inputs, states, training=False):
-        validation.check_states_batch(self, inputs, states)
-        h_tm1, c_tm1 = states[0], states[1]
-        if training and self.dropout > 0.0:
-            inputs = inputs * self.get_dropout_mask(inputs)
-        if training and self.recurrent_dropout > 0.0:
-            h_tm1 = h_tm1 * self.get_recurrent_dropout_mask(h_tm1)
-
+        inputs, h_tm1, c_tm1 = dropped_step_inputs(self, inputs, states, training)
         z = ops.matmul(inputs, self.kernel)
         z = z + ops.matmul(h_tm1, self.recurrent_kernel)
         if self.use_bias:
             z = z + self.bias
         z = dict(zip(self.GATES, ops.split(z, len(self.GATES), axis=-1)))
-
-        f = self.recurrent_activation(z["f"] + self._peephole("f", c_tm1))
-        if "i" in z:
-            i = self.recurrent_activation(z["i"] + self._peephole("i", c_tm1))
-        else:
-            i = 1.0 - f
-        c = f * c_tm1 + i * self.activation(z["c"])
-        o = self.recurrent_activation(z["o"] + self._peephole("o", c))
-        h = o * self.activation(c)
-        return h, [h, c]
+        return lstm_update(self, z, c_tm1, self._peephole_gates())
 
     def get_initial_state(self, batch_size=None):
         return [
@@ -260,3 +232,56 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
             "seed": self.seed,
         }
         return {**super().get_config(), **config}
+
+
+def add_peephole_weights(cell, gates, shape):
+    """Adds to `cell` the peephole weights of `gates` (of "i", "f", "o"),
+    each of `shape`, under `PEEPHOLE_NAMES`, with the cell's
+    `peephole_initializer`, `peephole_regularizer` and
+    `peephole_constraint`."""
+    for gate in gates:
+        name = PEEPHOLE_NAMES[gate]
+        setattr(
+            cell,
+            name,
+            cell.add_weight(
+                shape=shape,
+                name=name,
+                initializer=clone_initializer(cell.peephole_initializer, name),
+                regularizer=cell.peephole_regularizer,
+                constraint=cell.peephole_constraint,
+            ),
+        )
+
+
+def dropped_step_inputs(cell, inputs, states, training):
+    """`(x_t, h_{t-1}, c_{t-1})` of one step of an LSTM-family cell (a
+    `DropoutRNNCell`), with its dropout masks applied in training; states
+    whose batch is not the inputs' raise."""
+    validation.check_states_batch(cell, inputs, states)
+    h_tm1, c_tm1 = states[0], states[1]
+    if training and cell.dropout > 0.0:
+        inputs = inputs * cell.get_dropout_mask(inputs)
+    if training and cell.recurrent_dropout > 0.0:
+        h_tm1 = h_tm1 * cell.get_recurrent_dropout_mask(h_tm1)
+    return inputs, h_tm1, c_tm1
+
+
+def lstm_update(cell, z, c_tm1, peephole_gates):
+    """`(h_t, [h_t, c_t])` from the gate pre-activations `z`, a dict of
+    blocks by gate ("i", "f", "c", "o"; without "i", i = 1 − f): the
+    equations of `LSTMFamilyCell`, for blocks of any shape. The gates in
+    `peephole_gates` add p ⊙ c, p their peephole weight on `cell`."""
+
+    def gate(name, cell_state):
+        pre_activation = z[name]
+        if name in peephole_gates:
+            pre_activation = pre_activation + getattr(cell, PEEPHOLE_NAMES[name]) * cell_state
+        return cell.recurrent_activation(pre_activation)
+
+    f = gate("f", c_tm1)
+    i = gate("i", c_tm1) if "i" in z else 1.0 - f
+    c = f * c_tm1 + i * cell.activation(z["c"])
+    o = gate("o", c)
+    h = o * cell.activation(c)
+    return h, [h, c]

@@ -6,13 +6,19 @@ from keras import initializers
 from keras import ops
 from keras import regularizers
 
-from keras_relrec.layers.recurrent.lstm_family_cell import PEEPHOLE_NAMES
+from keras_relrec.layers.recurrent.lstm_family_cell import add_peephole_weights
+from keras_relrec.layers.recurrent.lstm_family_cell import dropped_step_inputs
+from keras_relrec.layers.recurrent.lstm_family_cell import lstm_update
 from keras_relrec.ops import any_valid
 from keras_relrec.ops import zero_masked
 from keras_relrec.utils import validation
-from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.keras_internals import ConvLSTMCell
 from keras_relrec.utils.registration import register_layer
+
+# The gate blocks of ConvLSTM2D's fused kernel, in its order (its weights
+# load as they are); Shi et al. give each of the three gates a peephole.
+GATES = ("i", "f", "c", "o")
+PEEPHOLE_GATES = ("i", "f", "o")
 
 
 class PeepholeConvLSTMCell(ConvLSTMCell):
@@ -43,19 +49,7 @@ class PeepholeConvLSTMCell(ConvLSTMCell):
         # Shi et al. use full Hadamard weights, one per position and channel
         # of the cell state, hence the static spatial shape.
         step_shape = (None,) + tuple(inputs_shape[1:])
-        peephole_shape = self.compute_output_shape(step_shape)[0][1:]
-        for gate in ("i", "f", "o"):
-            setattr(
-                self,
-                PEEPHOLE_NAMES[gate],
-                self.add_weight(
-                    shape=peephole_shape,
-                    name=PEEPHOLE_NAMES[gate],
-                    initializer=clone_initializer(self.peephole_initializer, PEEPHOLE_NAMES[gate]),
-                    regularizer=self.peephole_regularizer,
-                    constraint=self.peephole_constraint,
-                ),
-            )
+        add_peephole_weights(self, PEEPHOLE_GATES, self.compute_output_shape(step_shape)[0][1:])
 
     def get_initial_state(self, batch_size=None):
         # The state's spatial shape is known once the layer has seen inputs.
@@ -90,13 +84,7 @@ class PeepholeConvLSTMCell(ConvLSTMCell):
         return ops.transpose(out, (0, 3, 1, 2)) if first else out
 
     def call(self, inputs, states, training=False):
-        validation.check_states_batch(self, inputs, states)
-        h_tm1, c_tm1 = states[0], states[1]
-        if training and self.dropout > 0.0:
-            inputs = inputs * self.get_dropout_mask(inputs)
-        if training and self.recurrent_dropout > 0.0:
-            h_tm1 = h_tm1 * self.get_recurrent_dropout_mask(h_tm1)
-
+        inputs, h_tm1, c_tm1 = dropped_step_inputs(self, inputs, states, training)
         # TensorFlow's oneDNN Conv2D (on where the CPU has AVX-512) returns
         # an empty batch in its input's shape; reshaping to the gates' shape
         # restores it and changes nothing for a batch of examples. -1 for the
@@ -110,19 +98,8 @@ class PeepholeConvLSTMCell(ConvLSTMCell):
             bias_shape = [1] * (self.rank + 2)
             bias_shape[self.channel_axis] = 4 * self.filters
             z = z + ops.reshape(self.bias, bias_shape)
-        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=self.channel_axis)
-
-        if self.use_peepholes:
-            z_i = z_i + self.input_gate_peephole_weights * c_tm1
-            z_f = z_f + self.forget_gate_peephole_weights * c_tm1
-        i = self.recurrent_activation(z_i)
-        f = self.recurrent_activation(z_f)
-        c = f * c_tm1 + i * self.activation(z_c)
-        if self.use_peepholes:
-            z_o = z_o + self.output_gate_peephole_weights * c
-        o = self.recurrent_activation(z_o)
-        h = o * self.activation(c)
-        return h, [h, c]
+        z = dict(zip(GATES, ops.split(z, len(GATES), axis=self.channel_axis)))
+        return lstm_update(self, z, c_tm1, PEEPHOLE_GATES if self.use_peepholes else ())
 
 
 def step_mask(mask):
