@@ -4,11 +4,11 @@ import keras
 from keras import ops
 
 from keras_relrec.layers.bag_of_features.codebook import adapt_codebook
+from keras_relrec.layers.bag_of_features.codebook import check_codeword_arguments
 from keras_relrec.ops import codeword_logits
 from keras_relrec.ops import masked_mean
 from keras_relrec.ops import masked_segment_mean
 from keras_relrec.ops import zero_masked
-from keras_relrec.ops.codeword_similarity import DISTANCES
 from keras_relrec.utils import validation
 from keras_relrec.utils.dtypes import at_least_float32
 from keras_relrec.utils.initializers import Constant
@@ -125,9 +125,9 @@ class BoFQuantizer(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.num_codewords = validation.check_positive_int("num_codewords", num_codewords)
+        self.num_codewords, self.distance, self.initial_scale, self.epsilon = check_codeword_arguments(
+            num_codewords, distance, initial_scale, epsilon)
         self.scale = validation.check_choice("scale", scale, SCALES)
-        self.distance = validation.check_choice("distance", distance, DISTANCES)
         self.output_mode = validation.check_choice("output_mode", output_mode, OUTPUT_MODES)
         if (num_segments is None) != (self.output_mode != "segment_histograms"):
             raise ValueError(
@@ -137,8 +137,6 @@ class BoFQuantizer(keras.layers.Layer):
             )
         self.num_segments = None if num_segments is None else validation.check_positive_int(
             "num_segments", num_segments)
-        self.initial_scale = validation.check_positive_float("initial_scale", initial_scale)
-        self.epsilon = validation.check_non_negative_float("epsilon", epsilon)
         self.codebook_initializer = keras.initializers.get(codebook_initializer)
         self.codebook_regularizer = keras.regularizers.get(codebook_regularizer)
         self.scale_regularizer = keras.regularizers.get(scale_regularizer)

@@ -1,9 +1,22 @@
-"""Codebooks from data: k-means on sampled feature vectors, shared by the
-layers of the bag-of-features family."""
+"""Codebooks, shared by the quantizers of the bag-of-features family: the
+checks of their codeword arguments, and k-means on sampled feature vectors."""
 
 import numpy as np
 
+from keras_relrec.ops.codeword_similarity import DISTANCES
 from keras_relrec.utils import validation
+
+
+def check_codeword_arguments(num_codewords, distance, initial_scale, epsilon):
+    """`(num_codewords, distance, initial_scale, epsilon)` of a quantizer,
+    checked: K, the distance and ε of `codeword_logits`, and the value the
+    scales start at."""
+    return (
+        validation.check_positive_int("num_codewords", num_codewords),
+        validation.check_choice("distance", distance, DISTANCES),
+        validation.check_positive_float("initial_scale", initial_scale),
+        validation.check_non_negative_float("epsilon", epsilon),
+    )
 
 
 def kmeans_codebook(data, num_codewords, sample_size=100_000, seed=None, mask_value=None,

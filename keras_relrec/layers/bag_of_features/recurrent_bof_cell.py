@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from keras_relrec.layers.bag_of_features.codebook import adapt_codebook
+from keras_relrec.layers.bag_of_features.codebook import check_codeword_arguments
 from keras_relrec.ops import codeword_logits
-from keras_relrec.ops.codeword_similarity import DISTANCES
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import Constant
 from keras_relrec.utils.initializers import clone_initializer
@@ -95,10 +95,8 @@ class RecurrentBoFCell(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.num_codewords = validation.check_positive_int("num_codewords", num_codewords)
-        self.distance = validation.check_choice("distance", distance, DISTANCES)
-        self.initial_scale = validation.check_positive_float("initial_scale", initial_scale)
-        self.epsilon = validation.check_non_negative_float("epsilon", epsilon)
+        self.num_codewords, self.distance, self.initial_scale, self.epsilon = check_codeword_arguments(
+            num_codewords, distance, initial_scale, epsilon)
         self.codebook_initializer = keras.initializers.get(codebook_initializer)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
