@@ -82,6 +82,17 @@ def check_positive_float(name, value):
     return value
 
 
+def check_unit_interval(name, value):
+    """A float in [0, 1], such as the start of a mixing weight (TwoDAttention's
+    τ, TABL's λ)."""
+    checked = check_float(name, value)
+    if not 0.0 <= checked <= 1.0:
+        raise ValueError(
+            f"Argument `{name}` must be in [0, 1]; received {name}={value!r}."
+        )
+    return checked
+
+
 def check_non_negative_float(name, value):
     value = check_float(name, value)
     if not 0 <= value < float("inf"):

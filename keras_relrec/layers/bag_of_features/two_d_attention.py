@@ -11,12 +11,13 @@ from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import Constant
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
+from keras_relrec.utils.same_shape import SameShapeAndMask
 
 AXES = (1, 2)
 
 
 @register_layer
-class TwoDAttention(keras.layers.Layer):
+class TwoDAttention(SameShapeAndMask, keras.layers.Layer):
     """2-D attention over one axis of a (batch, steps, features) matrix.
 
     Tran, Passalis, Tefas, Gabbouj and Iosifidis, "Attention-based neural
@@ -104,11 +105,7 @@ class TwoDAttention(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         self.axis = validation.check_choice("axis", axis, AXES)
-        self.initial_tau = validation.check_float("initial_tau", initial_tau)
-        if not 0.0 <= self.initial_tau <= 1.0:
-            raise ValueError(
-                f"Argument `initial_tau` must be in [0, 1]; received initial_tau={initial_tau!r}."
-            )
+        self.initial_tau = validation.check_unit_interval("initial_tau", initial_tau)
         self.trainable_tau = validation.check_bool("trainable_tau", trainable_tau)
         self.rank = None if rank is None else validation.check_positive_int("rank", rank)
         self.kernel_initializer = (
@@ -193,12 +190,6 @@ class TwoDAttention(keras.layers.Layer):
         inputs = zero_masked(ops.cast(inputs, self.compute_dtype), mask)
         tau = ops.cast(self.tau, self.compute_dtype)
         return two_d_attention(inputs, self._kernel(), tau, self.axis, mask if self.axis == 1 else None)
-
-    def compute_mask(self, inputs, mask=None):
-        return mask
-
-    def compute_output_shape(self, input_shape):
-        return tuple(input_shape)
 
     def get_config(self):
         config = {

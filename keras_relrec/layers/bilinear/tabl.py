@@ -91,12 +91,7 @@ class TABL(BilinearLayer):
     ):
         super().__init__(units, steps, **kwargs)
         self.attend_over = validation.check_choice("attend_over", attend_over, ATTEND_OVER)
-        self.initial_lambda = validation.check_float("initial_lambda", initial_lambda)
-        if not 0.0 <= self.initial_lambda <= 1.0:
-            raise ValueError(
-                "Argument `initial_lambda` must be in [0, 1]; received "
-                f"initial_lambda={initial_lambda!r}."
-            )
+        self.initial_lambda = validation.check_unit_interval("initial_lambda", initial_lambda)
         self.attention_initializer = (
             None if attention_initializer is None
             else keras.initializers.get(attention_initializer)

@@ -16,6 +16,7 @@ from keras_relrec.utils import validation
 from keras_relrec.utils.dtypes import at_least_float32
 from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
+from keras_relrec.utils.same_shape import SameShapeAndMask
 
 CELLS = {
     "gru": keras.layers.GRUCell,
@@ -26,7 +27,7 @@ NORMS = ("reference", "standard")
 
 
 @register_layer
-class RTransformerBlock(keras.layers.Layer):
+class RTransformerBlock(SameShapeAndMask, keras.layers.Layer):
     """A block of R-Transformer (Wang et al., "R-Transformer: Recurrent Neural
     Network Enhanced Transformer", 2019), as its public code computes it.
 
@@ -198,12 +199,6 @@ class RTransformerBlock(keras.layers.Layer):
             query, key, value, mask=allowed, dropout=lambda w: self.dropout_layer(w, training=training)
         )
         return self.attention_dense["output"](merge_heads(attended))
-
-    def compute_mask(self, inputs, mask=None):
-        return mask
-
-    def compute_output_shape(self, input_shape):
-        return tuple(input_shape)
 
     def get_config(self):
         config = {
