@@ -11,6 +11,8 @@ multivariate archive, Bagnall et al. 2018). The UEA split has 40 training and
 
 import numpy as np
 
+from keras_relrec.datasets.ucr_uea import aeon_datasets
+
 CLASSES = ("badminton", "running", "standing", "walking")
 STEPS = 100
 
@@ -26,16 +28,7 @@ def load_basic_motions(split="train"):
         channels 0–2 and 3–5, time first), and int32 labels, indices into
         `CLASSES`.
     """
-    if split not in ("train", "test"):
-        raise ValueError(f"Argument `split` must be 'train' or 'test'; received split={split!r}.")
-    try:
-        from aeon.datasets import load_basic_motions as load
-    except ImportError as error:
-        raise ImportError(
-            "load_basic_motions needs aeon: install keras_relrec's `datasets` extra "
-            "(pip install -e '.[datasets]' in a checkout)"
-        ) from error
-    series, labels = load(split=split)
+    series, labels = aeon_datasets("load_basic_motions", split).load_basic_motions(split=split)
     x = np.transpose(series, (0, 2, 1)).astype(np.float32)  # aeon stores (channels, time)
     y = np.array([CLASSES.index(label) for label in labels], np.int32)
     return x[..., :3], x[..., 3:], y

@@ -26,16 +26,8 @@ def load_ucr_uea(name, split="train", max_length=None, pad_value=0.0):
         int32 class ids 0..K−1 in the order of the archive's class values,
         the same for both splits; `lengths` int32 steps of each series.
     """
-    if split not in ("train", "test"):
-        raise ValueError(f"Argument `split` must be 'train' or 'test'; received split={split!r}.")
-    try:
-        from aeon.datasets import load_classification
-    except ImportError as error:
-        raise ImportError(
-            "load_ucr_uea needs aeon: install keras_relrec's `datasets` extra "
-            "(pip install -e '.[datasets]' in a checkout)"
-        ) from error
-    series, labels, metadata = load_classification(name, split=split, return_metadata=True)
+    datasets = aeon_datasets("load_ucr_uea", split)
+    series, labels, metadata = datasets.load_classification(name, split=split, return_metadata=True)
     lengths = np.array([s.shape[-1] for s in series], np.int32)
     longest = int(lengths.max())
     if max_length is None:
@@ -57,3 +49,19 @@ def load_ucr_uea(name, split="train", max_length=None, pad_value=0.0):
     classes = {value: k for k, value in enumerate(metadata["class_values"])}
     y = np.array([classes[label] for label in labels], np.int32)
     return x, y, lengths
+
+
+def aeon_datasets(loader, split):
+    """`aeon.datasets`, for the loader named `loader` (named in the error
+    raised without aeon) once its `split` is checked to be "train" or
+    "test"."""
+    if split not in ("train", "test"):
+        raise ValueError(f"Argument `split` must be 'train' or 'test'; received split={split!r}.")
+    try:
+        from aeon import datasets
+    except ImportError as error:
+        raise ImportError(
+            f"{loader} needs aeon: install keras_relrec's `datasets` extra "
+            "(pip install -e '.[datasets]' in a checkout)"
+        ) from error
+    return datasets
