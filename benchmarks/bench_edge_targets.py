@@ -47,9 +47,9 @@ from keras_relrec.datasets import synthetic_lob  # noqa: E402
 from keras_relrec.export import export_tflite  # noqa: E402
 from keras_relrec.export import micro  # noqa: E402
 from keras_relrec.export import plan_export  # noqa: E402
-from keras_relrec.export import quantization  # noqa: E402
 from keras_relrec.export import run_sequence  # noqa: E402
 from keras_relrec.export.export_error import ExportError  # noqa: E402
+from keras_relrec.export.tflite import quantization  # noqa: E402
 
 ROOT = pathlib.Path(_HERE).parent
 SAVED = ROOT / "savedmodels"

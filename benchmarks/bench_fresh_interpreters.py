@@ -43,7 +43,7 @@ from results_file import write_section  # noqa: E402
 
 from keras_relrec import layers  # noqa: E402
 from keras_relrec.export import export_tflite  # noqa: E402
-from keras_relrec.export import static_reshapes  # noqa: E402
+from keras_relrec.export.tflite import static_reshapes  # noqa: E402
 
 REPRO = pathlib.Path(_HERE).parent / "tools" / "litert_runtime_reshape"
 LENGTHS = (2, 7, 50, 500)

@@ -60,12 +60,12 @@ from results_file import time_once  # noqa: E402
 from results_file import write_section  # noqa: E402
 
 import keras_relrec  # noqa: E402
-from keras_relrec.export import endpoints  # noqa: E402
 from keras_relrec.export import export_tflite  # noqa: E402
 from keras_relrec.export import run_sequence  # noqa: E402
 from keras_relrec.export import run_streaming  # noqa: E402
-from keras_relrec.export.export_plan import plan_export  # noqa: E402
-from keras_relrec.export.tflite_inspect import custom_ops  # noqa: E402
+from keras_relrec.export.graph import endpoints  # noqa: E402
+from keras_relrec.export.graph.export_plan import plan_export  # noqa: E402
+from keras_relrec.export.runtime.tflite_inspect import custom_ops  # noqa: E402
 
 # int8 calibration runs TF's own (deprecated) tf.lite.Interpreter inside the
 # converter; the warning concerns TF, not this script, which uses LiteRT.
@@ -194,7 +194,7 @@ def litert_step_sampler(interpreter, frames):
 
 def tf_step_sampler(model, frames):
     plan = plan_export(model)
-    step = tf.function(endpoints.step_fn(plan))
+    step = tf.function(endpoints.step_fn(model, plan))
     states = dict(tf.function(endpoints.initial_state_fn(plan))(tf.constant(1)))
     frame_iter = itertools.cycle([tf.constant(f) for f in frames])
 
@@ -238,7 +238,7 @@ def step_variants(model, exports, frames, args):
                    if isinstance(path, pathlib.Path) else f"export failed: {path}")
         variants.append(dict(name="LiteRT `step` signature (`export_tflite(streaming=True)`)",
                              quantize=label(quantize), sampler=sampler, note=""))
-    variants.append(dict(name="TF `tf.function(endpoints.step_fn(plan))`",
+    variants.append(dict(name="TF `tf.function(endpoints.step_fn(model, plan))`",
                          quantize="float32", sampler=tf_step_sampler(model, frames), note=""))
     one_frame = frames[0][:, None]
     variants.append(dict(
@@ -261,10 +261,10 @@ def sequence_variants(model, exports, x, args):
                              quantize=label(quantize), sampler=sampler, note=""))
 
     x_tf = tf.constant(x)
-    serve = tf.function(endpoints.serve_fn(plan_export(model)))
+    serve = tf.function(endpoints.serve_fn(model, plan_export(model)))
     keras_loop = tf.function(model)
     variants += [
-        dict(name="TF `tf.function(endpoints.serve_fn(plan))`", quantize="float32",
+        dict(name="TF `tf.function(endpoints.serve_fn(model, plan))`", quantize="float32",
              sampler=plain_sampler(lambda: serve({INPUT_NAME: x_tf})["output"].numpy()),
              note="keras_relrec's builtins-only loop"),
         dict(name="TF `tf.function(model)`", quantize="float32",

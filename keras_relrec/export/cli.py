@@ -9,12 +9,14 @@ import keras
 import numpy as np
 
 import keras_relrec  # noqa: F401  (registers the layers)
-from keras_relrec.export import accelerator
-from keras_relrec.export import micro
-from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
+from keras_relrec.export.runtime import micro_interpreter
+from keras_relrec.export.runtime import micro_probe
+from keras_relrec.export.runtime import tflite_inspect
 from keras_relrec.export.saved_model import export_saved_model
-from keras_relrec.export.tflite import export_tflite
+from keras_relrec.export.tflite import accelerator
+from keras_relrec.export.tflite import micro_check
+from keras_relrec.export.tflite.converter import export_tflite
 
 
 def _load(path):
@@ -67,10 +69,10 @@ def _inspect(args):
     except Exception as error:
         raise ExportError(f"{args.tflite} is not a readable .tflite file: {error}") from None
     content = pathlib.Path(args.tflite).read_bytes()
-    summary["positions"] = {key: micro.io_order(content, key) for key in summary["signatures"]}
+    summary["positions"] = {key: micro_interpreter.io_order(content, key) for key in summary["signatures"]}
     summary["runtimes"] = tflite_inspect.runtime_verdicts(
         content,
-        micro=micro.compatibility(content) if micro.available() else None,
+        micro=micro_check.compatibility(content) if micro_probe.available() else None,
         accelerator=accelerator.compatibility(content),
     )
     print(tflite_inspect.format_summary(summary))

@@ -1,5 +1,5 @@
 """TensorFlow Lite for Microcontrollers (TFLM): whether a `.tflite` file runs
-there, the tensor arena it needs, and a runner, all in the `tflite-micro`
+there, the tensor arena it needs, and runners, all in the `tflite-micro`
 interpreter (extra `[micro]`), the same C++ runtime that runs on the chip.
 
 A microcontroller build has no dynamic shapes and runs one subgraph (the
@@ -8,259 +8,33 @@ batch (and, in sequence mode, the length) and writes the streaming `step`
 as the file's only signature, its initial states in a `.npz` beside it
 (`initial_state_path`). TFLM addresses tensors by position, not by name:
 `io_order` gives the positions of the step's inputs and outputs.
+
+The public namespace of that part of the export, gathered from where each
+piece works: the check from `tflite/micro_check.py` (with the micro
+target), the initial-state file from `tflite/initial_state_file.py`, the
+runners from `runtime/micro_interpreter.py`.
 """
 
-import json
-import pathlib
-import re
-import subprocess
-import sys
-import tempfile
+from keras_relrec.export.runtime.micro_interpreter import MicroInterpreter
+from keras_relrec.export.runtime.micro_interpreter import MicroStreamer
+from keras_relrec.export.runtime.micro_interpreter import io_order
+from keras_relrec.export.runtime.micro_interpreter import run_sequence
+from keras_relrec.export.runtime.micro_probe import available
+from keras_relrec.export.tflite.initial_state_file import initial_state_path
+from keras_relrec.export.tflite.initial_state_file import read_initial_state
+from keras_relrec.export.tflite.micro_check import check
+from keras_relrec.export.tflite.micro_check import compatibility
+from keras_relrec.export.tflite.micro_check import missing_ops
 
-import numpy as np
-from ai_edge_litert import schema_py_generated as schema
-
-from keras_relrec.export import micro_probe
-from keras_relrec.export import quantization
-from keras_relrec.export import tflite_inspect
-from keras_relrec.export.export_error import ExportError
-
-CHUNK_LENGTH_KEY = "_chunk_length"
-
-
-def available():
-    """Whether the tflite-micro interpreter is installed."""
-    try:
-        micro_probe.runtime()
-    except ImportError:
-        return False
-    return True
-
-
-def _interpreter(content, arena_size):
-    """(interpreter, None) or (None, what TFLM said), in this process."""
-    try:
-        return micro_probe.interpreter(content, arena_size)
-    except ImportError as error:
-        raise ExportError(str(error)) from None
-
-
-def missing_ops(message):
-    """The builtin ops TFLM said it lacks."""
-    return sorted(set(re.findall(r"Didn't find op for builtin opcode '(\w+)'", message)))
-
-
-def _refusal(content, message, plan):
-    """One line: why TFLM cannot run the file, naming the op and the layer."""
-    missing = missing_ops(message)
-    failed = re.findall(r"Node (\w+) \(number \d+\) failed", message)
-    if not missing and not failed:
-        return f"the tflite-micro interpreter cannot run the file: {message}"
-    op = (missing or failed)[0]
-    names = " ".join(tflite_inspect.op_outputs(content).get(op, []))
-    where = plan.culprit(names) if plan is not None else "the model"
-    if missing:
-        return f"{where} needs the op {op}, which TensorFlow Lite for Microcontrollers lacks"
-    return f"{where} uses the op {op} in a way TensorFlow Lite for Microcontrollers does not run: {message}"
-
-
-def check(content, plan=None):
-    """Runs the file on zeros in the tflite-micro interpreter, in a child
-    process (TFLM's native code may crash on a file it does not support),
-    and finds the smallest tensor arena it runs in.
-
-    Args:
-        content: The `.tflite` file's bytes.
-        plan: The `ExportPlan` of the model it was exported from, to name
-            the layer of an op that TFLM lacks.
-
-    Returns:
-        {"arena_bytes": the smallest arena (to 16 bytes) in which the
-        interpreter allocates and invokes the file}.
-
-    Raises:
-        ExportError: TFLM cannot run the file (an op it lacks, named with
-            its layer, or what TFLM said).
-    """
-    if not available():
-        raise ExportError(micro_probe.NOT_INSTALLED)
-    with tempfile.TemporaryDirectory() as folder:
-        path = pathlib.Path(folder) / "model.tflite"
-        path.write_bytes(bytes(content))
-        done = subprocess.run([sys.executable, "-P", micro_probe.__file__, str(path)], capture_output=True, text=True)
-    if done.returncode != 0:
-        said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        raise ExportError(f"the tflite-micro check failed: {said}")
-    found = json.loads(done.stdout.strip().splitlines()[-1])
-    if "error" in found:
-        raise ExportError(_refusal(content, found["error"], plan))
-    return found
-
-
-def compatibility(content):
-    """{"runs": bool, "arena_bytes": int or None, "reason": str or None}:
-    what the tflite-micro interpreter makes of the file."""
-    try:
-        return {"runs": True, "reason": None, **check(content)}
-    except ExportError as error:
-        return {"runs": False, "arena_bytes": None, "reason": str(error)}
-
-
-def initial_state_path(path):
-    """Where `export_tflite(..., target="micro", streaming=True)` writes the
-    initial states of `path`: `<name>.initial_state.npz` beside it."""
-    return pathlib.Path(path).with_suffix(".initial_state.npz")
-
-
-def read_initial_state(path):
-    """({state name: array}, the chunk length or None) from the file beside
-    a streaming micro (or accelerator) file."""
-    sidecar = dict(np.load(initial_state_path(path)))
-    chunk = sidecar.pop(CHUNK_LENGTH_KEY, None)
-    return sidecar, None if chunk is None else int(chunk)
-
-
-def io_order(content, signature="step"):
-    """{"inputs": [names], "outputs": [names]}: the signature's tensors in
-    the positions a runtime without signatures (TFLM's `set_input(data, k)`,
-    `GetInput(k)` in C++) addresses them by."""
-    model = schema.Model.GetRootAsModel(bytes(content), 0)
-    for k in range(model.SignatureDefsLength()):
-        definition = model.SignatureDefs(k)
-        if definition.SignatureKey().decode() != signature:
-            continue
-        subgraph = model.Subgraphs(definition.SubgraphIndex())
-        order = {}
-        for side, count, item, positions, at in (
-            ("inputs", definition.InputsLength(), definition.Inputs, subgraph.InputsLength(), subgraph.Inputs),
-            ("outputs", definition.OutputsLength(), definition.Outputs, subgraph.OutputsLength(), subgraph.Outputs),
-        ):
-            # Names by tensor; one tensor may be two outputs (a step's output
-            # that is also its first state), at two positions.
-            by_tensor = {}
-            for j in range(count):
-                by_tensor.setdefault(item(j).TensorIndex(), []).append(item(j).Name().decode())
-            order[side] = [by_tensor[at(j)].pop(0) for j in range(positions)]
-        return order
-    raise ValueError(f"The file has no signature '{signature}'.")
-
-
-class MicroInterpreter:
-    """A micro file loaded once in the tflite-micro interpreter, one of its
-    signatures called by name: its tensors are allocated once and reused by
-    every call (TFLM addresses them by position; `io_order` maps names).
-
-    Args:
-        path_or_content: The `.tflite` file (written with `target="micro"`)
-            or its bytes.
-        signature: "serve" or "step".
-        arena_size: The tensor arena in bytes; default 4 × the smallest one
-            (`check`), at least 64 KiB.
-    """
-
-    def __init__(self, path_or_content, signature, arena_size=None):
-        if isinstance(path_or_content, (bytes, bytearray)):
-            content = bytes(path_or_content)
-        else:
-            content = pathlib.Path(path_or_content).read_bytes()
-        self.order = io_order(content, signature)
-        if arena_size is None:
-            arena_size = max(micro_probe.FIRST_ARENA, 4 * check(content)["arena_bytes"])
-        self._interpreter, message = _interpreter(content, arena_size)
-        if self._interpreter is None:
-            raise ExportError(f"the tflite-micro interpreter cannot run the file: {message}")
-        self.input_details = {
-            name: self._interpreter.get_input_details(k) for k, name in enumerate(self.order["inputs"])
-        }
-        self.output_details = {
-            name: self._interpreter.get_output_details(k) for k, name in enumerate(self.order["outputs"])
-        }
-
-    def __call__(self, **inputs):
-        """{output name: array} for {input name: array} of the file's shapes."""
-        if set(inputs) != set(self.order["inputs"]):
-            raise ValueError(f"The inputs are named {sorted(self.order['inputs'])}; received {sorted(inputs)}.")
-        for position, name in enumerate(self.order["inputs"]):
-            detail = self.input_details[name]
-            value = np.asarray(inputs[name])
-            if value.shape != tuple(detail["shape"]):
-                raise ValueError(
-                    f"Input '{name}' must have shape {tuple(int(d) for d in detail['shape'])}; received "
-                    f"shape {value.shape}."
-                )
-            if np.issubdtype(detail["dtype"], np.integer) != np.issubdtype(value.dtype, np.integer):
-                raise ValueError(
-                    f"Input '{name}' must have dtype {np.dtype(detail['dtype']).name}; received "
-                    f"{value.dtype.name} (an integer file's inputs are quantized: see `quantization`)."
-                )
-            self._interpreter.set_input(value.astype(detail["dtype"], copy=False), position)
-        self._interpreter.invoke()
-        return {name: self._interpreter.get_output(k) for k, name in enumerate(self.order["outputs"])}
-
-
-class MicroStreamer:
-    """Feeds frames (or chunks) through a micro file's `step` in the
-    tflite-micro interpreter, allocating once.
-
-    For a fully integer file the states stay int8 from step to step (they
-    are requantized only where a state's output and input parameters
-    differ), and with `real_values` the frames are quantized and the
-    outputs dequantized with the file's parameters.
-
-    Args:
-        path: The `.tflite` file written with `target="micro"` and
-            `streaming=True`; its initial states are read from
-            `initial_state_path(path)`.
-        arena_size: As `MicroInterpreter`'s.
-        real_values: For an integer file, whether frames and outputs are
-            real values (else the file's integers).
-    """
-
-    def __init__(self, path, arena_size=None, real_values=True):
-        self.initial_state, self.chunk_length = read_initial_state(path)
-        self.step = MicroInterpreter(path, "step", arena_size)
-        self.real_values = real_values
-        self.params = {side: {name: quantization.parameters(detail) for name, detail in details.items()}
-                       for side, details in (("in", self.step.input_details), ("out", self.step.output_details))}
-
-    def run(self, inputs, states=None):
-        """`inputs` (batch, time, ...) through the step from `states` (default
-        the initial states): {"output": (batch, time, ...), final states}."""
-        order = self.step.order
-        state_names = [name for name in order["inputs"] if name in order["outputs"]]
-        (frame_name,) = [name for name in order["inputs"] if name not in state_names]
-        states = dict(self.initial_state if states is None else states)
-        inputs = np.asarray(inputs)
-        step = self.chunk_length or 1
-        if inputs.ndim < 2 or inputs.shape[1] % step:
-            raise ValueError(
-                f"Input '{frame_name}' must have a time axis (axis 1) of a multiple of {step} steps; "
-                f"received shape {inputs.shape}."
-            )
-        params = self.params
-        if params["in"][frame_name] and self.real_values:
-            dtype = self.step.input_details[frame_name]["dtype"]
-            inputs = quantization.quantize(inputs, params["in"][frame_name], dtype)
-        outputs = []
-        for t in range(0, inputs.shape[1], step):
-            frame = inputs[:, t] if self.chunk_length is None else inputs[:, t : t + step]
-            result = self.step(**{frame_name: frame}, **states)
-            outputs.append(result["output"])
-            states = {
-                name: quantization.carried(result[name], params["out"][name], params["in"][name],
-                                           self.step.input_details[name]["dtype"])
-                for name in state_names
-            }
-        output = np.stack(outputs, 1) if self.chunk_length is None else np.concatenate(outputs, 1)
-        if params["out"]["output"] and self.real_values:
-            output = quantization.dequantize(output, params["out"]["output"])
-        return {"output": output, **states}
-
-
-def run_sequence(path_or_content, inputs, arena_size=None):
-    """Runs a micro file's `serve` once on whole sequences of its fixed batch
-    and length in the tflite-micro interpreter: {"output": array} (to call
-    it many times, keep a `MicroInterpreter(path, "serve")`)."""
-    runner = MicroInterpreter(path_or_content, "serve", arena_size)
-    feeds = inputs if isinstance(inputs, dict) else {runner.order["inputs"][0]: inputs}
-    return runner(**feeds)
+__all__ = [
+    "MicroInterpreter",
+    "MicroStreamer",
+    "available",
+    "check",
+    "compatibility",
+    "initial_state_path",
+    "io_order",
+    "missing_ops",
+    "read_initial_state",
+    "run_sequence",
+]

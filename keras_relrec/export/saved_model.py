@@ -2,8 +2,8 @@
 
 import tensorflow as tf
 
-from keras_relrec.export import endpoints
-from keras_relrec.export.export_plan import plan_export
+from keras_relrec.export.graph import endpoints
+from keras_relrec.export.graph.export_plan import plan_export
 
 
 def export_saved_model(model, path, *, streaming="auto", dynamic_length=True):
@@ -11,9 +11,9 @@ def export_saved_model(model, path, *, streaming="auto", dynamic_length=True):
 
     The SavedModel has a `serve` endpoint that takes whole sequences, and,
     when the model can stream, `step` and `initial_state` endpoints (see
-    `keras_relrec.export.endpoints` for their inputs and outputs). Recurrent
-    layers run in a loop that converts to TFLite builtins. The `step`
-    endpoint refuses states whose batch differs from the frame's.
+    `keras_relrec.export.graph.endpoints` for their inputs and outputs).
+    Recurrent layers run in a loop that converts to TFLite builtins. The
+    `step` endpoint refuses states whose batch differs from the frame's.
 
     Args:
         model: A functional or sequential Keras model.
@@ -35,7 +35,7 @@ def export_saved_model(model, path, *, streaming="auto", dynamic_length=True):
         plan.require_streaming()
     archive = endpoints.new_archive(model)
     names = endpoints.add_endpoints(
-        archive, plan, sequence=True, streaming=streaming, dynamic_length=dynamic_length, check_batch=True
+        archive, model, plan, sequence=True, streaming=streaming, dynamic_length=dynamic_length, check_batch=True
     )
     try:
         archive.write_out(str(path), verbose=False)

@@ -18,7 +18,7 @@ import pytest
 
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
-from keras_relrec.export import static_reshapes
+from keras_relrec.export.tflite import static_reshapes
 from tests.contract.conformance import ATOL
 from tests.contract.conformance import each_input
 from tests.contract.conformance import feed

@@ -7,8 +7,8 @@ import keras
 import pytest
 import tensorflow as tf
 
-from keras_relrec.export import endpoints
 from keras_relrec.export import plan_export
+from keras_relrec.export.graph import endpoints
 from tests.contract.conformance import assert_close
 from tests.contract.conformance import entries
 from tests.contract.conformance import protocol_model
@@ -49,5 +49,5 @@ def test_saved_model_step_checks_state_batches_first(entry):
     for name, model in models.items():
         plan = plan_export(model)
         specs = {**plan.frame_specs(), **plan.state_specs()}
-        step = tf.function(endpoints.step_fn(plan, check_batch=True)).get_concrete_function(specs)
+        step = tf.function(endpoints.step_fn(model, plan, check_batch=True)).get_concrete_function(specs)
         assert ungated_state_reads(step, list(plan.state_specs())) == [], name

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from keras_relrec.export import Streamer
-from keras_relrec.export import accelerator
 from keras_relrec.export import export_tflite
 from keras_relrec.export import micro
-from keras_relrec.export import quantization
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
-from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
+from keras_relrec.export.runtime import tflite_inspect
+from keras_relrec.export.tflite import accelerator
+from keras_relrec.export.tflite import quantization
 from keras_relrec.layers import CoupledLSTMCell
 from keras_relrec.layers import PeepholeLSTMCell
 from tests.export import old_runtime_worker

@@ -8,9 +8,9 @@ from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
 from ai_edge_litert.interpreter import OpResolverType
 
-from keras_relrec.export import flatbuffer
-from keras_relrec.export import static_reshapes
-from keras_relrec.export import tflite_inspect
+from keras_relrec.export.runtime import tflite_inspect
+from keras_relrec.export.tflite import flatbuffer
+from keras_relrec.export.tflite import static_reshapes
 
 REPRO = pathlib.Path(__file__).parents[2] / "tools" / "litert_runtime_reshape"
 

@@ -13,7 +13,7 @@ from ai_edge_litert.interpreter import OpResolverType
 
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
-from keras_relrec.export import static_reshapes
+from keras_relrec.export.tflite import static_reshapes
 
 FOLDER = pathlib.Path(__file__).parents[2] / "savedmodels"
 FILES = sorted(FOLDER.glob("*/*.tflite"))

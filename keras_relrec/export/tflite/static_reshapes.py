@@ -27,7 +27,7 @@ import math
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-from keras_relrec.export import flatbuffer
+from keras_relrec.export.tflite import flatbuffer
 
 _OP = schema.BuiltinOperator
 # Ops without side effects that computing a shape takes; left without a

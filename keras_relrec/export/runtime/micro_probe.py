@@ -2,12 +2,12 @@
 arena it runs in, or what TFLM said.
 
 TFLM's native code can crash the process on a file it does not support, or
-on an arena too small for it, instead of failing: `micro.check` runs this
-module as a script in a child process that imports neither Keras nor
+on an arena too small for it, instead of failing: `micro_check.check` runs
+this module as a script in a child process that imports neither Keras nor
 TensorFlow (`python micro_probe.py FILE` prints one JSON line,
 {"arena_bytes": N} or {"error": "..."}), and the script tries each arena
 in a forked child of its own. It is also the in-process loader of
-`micro`'s runners.
+`micro_interpreter`'s runners.
 """
 
 import contextlib
@@ -36,6 +36,15 @@ def runtime():
     except ImportError:
         raise ImportError(NOT_INSTALLED) from None
     return micro_runtime
+
+
+def available():
+    """Whether the tflite-micro interpreter is installed."""
+    try:
+        runtime()
+    except ImportError:
+        return False
+    return True
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ step's output that is also its first state) takes the first name of the
 signature's order.
 """
 
-from keras_relrec.export import flatbuffer
+from keras_relrec.export.tflite import flatbuffer
 
 
 def named(content):

@@ -4,9 +4,9 @@ import keras
 import tensorflow as tf
 from keras import tree
 
-from keras_relrec.export import recurrent_loop
-from keras_relrec.export import stateful_protocol
 from keras_relrec.export.export_error import ExportError
+from keras_relrec.export.graph import recurrent_loop
+from keras_relrec.export.graph import stateful_protocol
 from keras_relrec.layers.streaming_layer import StreamingLayer
 from keras_relrec.utils import keras_internals
 

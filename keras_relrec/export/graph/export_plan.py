@@ -6,7 +6,10 @@ in the builtins-only loop, the stateful layers with their state names and
 specs, whether the streaming step's output keeps a time axis, and — when the
 model cannot stream frame by frame — the reason, naming the layer at fault.
 Every endpoint (`serve`, `step`, `initial_state`), the SavedModel and the
-TFLite export read the plan instead of working the model out again.
+TFLite export read the plan instead of working the model out again. The
+plan keeps the model's layers, not the model: the stages that trace the
+model (`endpoints.serve_fn`, `step_fn`, `add_endpoints`) take it beside
+the plan.
 
 Which layers are stateful and how they stream is the contract of
 `keras_relrec.layers.StreamingLayer`, read off each layer by
@@ -20,11 +23,11 @@ import keras
 import tensorflow as tf
 from keras import tree
 
-from keras_relrec.export import model_graph
-from keras_relrec.export import recurrent_loop
-from keras_relrec.export import stateful_protocol
 from keras_relrec.export.export_error import ExportError
-from keras_relrec.export.rnn_streamer import RNNStreamer
+from keras_relrec.export.graph import model_graph
+from keras_relrec.export.graph import recurrent_loop
+from keras_relrec.export.graph import stateful_protocol
+from keras_relrec.export.graph.rnn_streamer import RNNStreamer
 from keras_relrec.layers.streaming_layer import StreamingLayer
 from keras_relrec.utils import keras_internals
 
@@ -88,9 +91,8 @@ class StatefulNode:
 
 @dataclasses.dataclass(frozen=True)
 class ExportPlan:
-    """What exporting `model` needs; build it with `plan_export(model)`.
+    """What exporting a model needs; build it with `plan_export(model)`.
 
-    model: the model.
     inputs: {signature name: symbolic `keras.Input` tensor}, in order.
     num_outputs: how many output tensors the model returns.
     recurrent: the layers that run in the builtins-only loop in sequence
@@ -106,7 +108,6 @@ class ExportPlan:
         them (`culprit`) without walking the model again.
     """
 
-    model: object
     inputs: dict
     num_outputs: int
     recurrent: tuple
@@ -234,7 +235,6 @@ def plan_export(model):
     # A layer that cannot stream is the most useful thing to name first.
     reasons = [r for r in refusals + model_refusals if r is not None]
     return ExportPlan(
-        model=model,
         inputs=inputs,
         num_outputs=num_outputs,
         recurrent=tuple(recurrent),

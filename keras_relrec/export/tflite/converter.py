@@ -1,5 +1,11 @@
 """TFLite export: builtins only, dynamic batch and length, streaming and
-quantized variants."""
+quantized variants.
+
+`export_tflite` reads: validate the arguments → plan the model
+(`graph.export_plan`) → trace its endpoints (`graph.endpoints`) → convert
+(calibrated by `calibration` for int8) → the passes over the file
+(`static_reshapes`, `tensor_names`) → `target.check` (`targets`) → write.
+"""
 
 import pathlib
 import tempfile
@@ -7,20 +13,19 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from keras_relrec.export import endpoints
-from keras_relrec.export import micro as micro_runtime
-from keras_relrec.export import quantization
-from keras_relrec.export import static_reshapes
-from keras_relrec.export import tensor_names
 from keras_relrec.export import tensorflow_internals
-from keras_relrec.export import tflite_inspect
 from keras_relrec.export.export_error import ExportError
-from keras_relrec.export.export_plan import plan_export
-from keras_relrec.export.targets import TARGETS
+from keras_relrec.export.graph import endpoints
+from keras_relrec.export.graph.export_plan import plan_export
+from keras_relrec.export.runtime import tflite_inspect
+from keras_relrec.export.tflite import calibration
+from keras_relrec.export.tflite import initial_state_file
+from keras_relrec.export.tflite import quantization
+from keras_relrec.export.tflite import static_reshapes
+from keras_relrec.export.tflite import tensor_names
+from keras_relrec.export.tflite.targets import TARGETS
 
 QUANTIZE_MODES = (None, "float16", "dynamic_int8", "int8")
-# Enough calibration examples for int8 ranges; more only slows conversion.
-MAX_CALIBRATION_EXAMPLES = 100
 
 
 def export_tflite(
@@ -43,7 +48,7 @@ def export_tflite(
     with dynamic batch and (with `dynamic_length`) dynamic length. Streaming
     mode: signatures `step` (one time step and the states in, `output` and
     the new states out, by name) and `initial_state` (`batch_size` in).
-    See `keras_relrec.export.endpoints` for the names.
+    See `keras_relrec.export.graph.endpoints` for the names.
 
     `target="micro"` writes a file for TensorFlow Lite for Microcontrollers:
     a fixed batch (`batch_size`, default 1) and, in sequence mode, a fixed
@@ -138,13 +143,14 @@ def export_tflite(
     elif fixed:
         dynamic_length = False
         _require_fixed_length(plan, length, target.name)
-    calibration = None
+    dataset = None
     if quantize == "int8":
-        calibration = _calibration_data(plan, representative_data, streaming, batch_size, fixed)
+        dataset = calibration.representative_dataset(model, plan, representative_data, streaming, batch_size, fixed)
     with tempfile.TemporaryDirectory() as folder:
         archive = endpoints.new_archive(model)
         keys = endpoints.add_endpoints(
             archive,
+            model,
             plan,
             sequence=not streaming,
             streaming=streaming,
@@ -163,8 +169,8 @@ def export_tflite(
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantize == "float16":
             converter.target_spec.supported_types = [tf.float16]
-        if calibration is not None:
-            converter.representative_dataset = calibration
+        if dataset is not None:
+            converter.representative_dataset = dataset
         if integer_io:
             converter.inference_input_type = converter.inference_output_type = tf.int8
         if runtime is not None:
@@ -199,10 +205,7 @@ def export_tflite(
         params = summary["quantization"].get("step", {}).get("inputs", {})
         states = {name: quantization.quantize(value, (params[name]["scale"], params[name]["zero_point"]))
                   if name in params else value for name, value in states.items()}
-        extra = {} if plan.chunk_length is None else {micro_runtime.CHUNK_LENGTH_KEY: plan.chunk_length}
-        sidecar = micro_runtime.initial_state_path(path)
-        np.savez(sidecar, **states, **extra)
-        summary["initial_state"] = str(sidecar)
+        summary["initial_state"] = str(initial_state_file.write_initial_state(path, states, plan.chunk_length))
     return summary
 
 
@@ -221,78 +224,6 @@ def _require_fixed_length(plan, length, target):
             f"target={target!r} in sequence mode needs a fixed length: input '{unknown[0]}' has none; pass "
             "length=... (or export streaming=True, which takes any length frame by frame)."
         )
-
-
-def _calibration_examples(plan, representative_data, batch_size=None):
-    """Up to `MAX_CALIBRATION_EXAMPLES` examples, each {input name: array
-    with a batch of one, or of `batch_size`}."""
-    names = list(plan.inputs)
-    if isinstance(representative_data, dict):
-        if set(representative_data) != set(names):
-            raise ValueError(
-                f"Argument `representative_data` must have one array per model input "
-                f"{names}; received arrays for {sorted(representative_data)}."
-            )
-        batches = [representative_data]
-    elif len(names) > 1:
-        if not isinstance(representative_data, (list, tuple)) or len(representative_data) != len(names):
-            raise ValueError(
-                f"Argument `representative_data` must hold one array per model input "
-                f"{names}, as a dict by name or a list in that order; received "
-                f"{type(representative_data).__name__}."
-            )
-        batches = [dict(zip(names, representative_data))]
-    elif isinstance(representative_data, np.ndarray):
-        batches = [{names[0]: representative_data}]
-    else:  # an iterable of batches, read only as far as needed
-        batches = ({names[0]: batch} for batch in representative_data)
-    examples = []
-    for batch in batches:
-        arrays = {name: np.asarray(batch[name]) for name in names}
-        counts = {len(array) for array in arrays.values()}
-        if len(counts) != 1:
-            raise ValueError(
-                "Argument `representative_data` must hold as many examples for every "
-                f"input; received {[len(a) for a in arrays.values()]}."
-            )
-        rows = batch_size or 1
-        for k in range(0, counts.pop() - rows + 1, rows):
-            examples.append({name: array[k : k + rows] for name, array in arrays.items()})
-            if len(examples) == MAX_CALIBRATION_EXAMPLES:
-                return examples
-    if not examples:
-        raise ValueError("Argument `representative_data` holds no example.")
-    return examples
-
-
-def _calibration_data(plan, representative_data, streaming, batch_size=None, step_only=False):
-    """The converter's representative dataset: examples one at a time (or
-    `batch_size` at a time), as whole sequences or (streaming) frame by
-    frame; with `step_only`, the file has no `initial_state` to calibrate."""
-    examples = _calibration_examples(plan, representative_data, batch_size)
-
-    def sequences():
-        for example in examples:
-            yield ("serve", example)
-
-    def frames():
-        # The states met while streaming real data set the state ranges.
-        step = tf.function(endpoints.step_fn(plan))
-        initial_state = tf.function(endpoints.initial_state_fn(plan))
-        chunk = plan.chunk_length
-        for example in examples:
-            ((name, sequence),) = example.items()
-            rows = len(sequence)
-            if not step_only:
-                yield ("initial_state", {"batch_size": np.array(rows, np.int32)})
-            states = {key: v.numpy() for key, v in initial_state(tf.constant(rows)).items()}
-            for t in range(0, sequence.shape[1] - (chunk or 1) + 1, chunk or 1):
-                inputs = {name: sequence[:, t] if chunk is None else sequence[:, t : t + chunk], **states}
-                yield ("step", inputs)
-                outputs = step(inputs)
-                states = {key: outputs[key].numpy() for key in states}
-
-    return frames if streaming else sequences
 
 
 def _conversion_reason(plan, error):

@@ -6,9 +6,9 @@ what is checked of the converted file before it is written. `export_tflite`
 reads: validate → plan → trace → convert → `target.check` → write.
 """
 
-from keras_relrec.export import accelerator
-from keras_relrec.export import micro
 from keras_relrec.export.export_error import ExportError
+from keras_relrec.export.tflite import accelerator
+from keras_relrec.export.tflite import micro_check
 
 
 class Target:
@@ -53,7 +53,7 @@ class MicroTarget(Target):
 
     def check(self, content, plan, integer_io):
         del integer_io
-        return {"micro": micro.check(content, plan)}
+        return {"micro": micro_check.check(content, plan)}
 
 
 class AcceleratorTarget(Target):

@@ -18,7 +18,7 @@ import io
 import tensorflow as tf
 from ai_edge_litert import schema_py_generated as schema
 
-from keras_relrec.export import tflite_inspect
+from keras_relrec.export.runtime import tflite_inspect
 
 CONTROL_FLOW = ("WHILE", "IF", "CALL_ONCE")
 _FLOAT_TYPES = (schema.TensorType.FLOAT32, schema.TensorType.FLOAT16)

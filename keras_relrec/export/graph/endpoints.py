@@ -1,4 +1,5 @@
-"""The functions a model is exported with, from its `ExportPlan`.
+"""The functions a model is exported with, traced from the model and its
+`ExportPlan`.
 
 - `serve`: whole sequences in, the model's outputs out, computed with the
   builtins-only recurrent loop. Batch and (by default) time are dynamic.
@@ -23,8 +24,8 @@ import keras
 import tensorflow as tf
 from keras import tree
 
-from keras_relrec.export import model_graph
-from keras_relrec.export import recurrent_loop
+from keras_relrec.export.graph import model_graph
+from keras_relrec.export.graph import recurrent_loop
 from keras_relrec.utils import keras_internals
 
 
@@ -35,9 +36,9 @@ def output_dict(outputs):
     return {f"output_{k}": t for k, t in enumerate(flat)}
 
 
-def serve_fn(plan, unroll=False):
-    """Whole sequences through the model, recurrent layers in the loop
-    (unrolled over a static length with `unroll`)."""
+def serve_fn(model, plan, unroll=False):
+    """Whole sequences through `model` (of `plan`), recurrent layers in the
+    loop (unrolled over a static length with `unroll`)."""
     recurrent = {id(layer) for layer in plan.recurrent}
 
     def sequence_call(layer):
@@ -51,7 +52,7 @@ def serve_fn(plan, unroll=False):
     def serve(inputs):
         args = [inputs[name] for name in plan.inputs]
         outputs = model_graph.run(
-            plan.model,
+            model,
             args if len(args) > 1 else args[0],
             lambda op: sequence_call(op) if id(op) in recurrent else _builtin_swap(op),
         )
@@ -60,8 +61,9 @@ def serve_fn(plan, unroll=False):
     return serve
 
 
-def step_fn(plan, check_batch=False):
-    """One frame through the model, every stateful layer through its step.
+def step_fn(model, plan, check_batch=False):
+    """One frame through `model` (of `plan`), every stateful layer through
+    its step.
 
     With `check_batch`, the function fails when a state's batch differs from
     the frame's (a SavedModel then refuses to broadcast; TFLite files are
@@ -86,7 +88,7 @@ def step_fn(plan, check_batch=False):
             return call
 
         output = model_graph.run(
-            plan.model,
+            model,
             tf.expand_dims(frame, 1) if plan.chunk_length is None else frame,
             lambda op: step_call(nodes[id(op)]) if id(op) in nodes else _builtin_swap(op),
         )
@@ -144,10 +146,11 @@ def initial_state_fn(plan):
     return initial_state
 
 
-def add_endpoints(archive, plan, *, sequence=True, streaming=False, dynamic_length=True, check_batch=False,
-                  batch_size=None, length=None, step_only=False, unroll=False):
-    """Adds `serve`, and with `streaming` `step` and `initial_state`, to a
-    `keras.export.ExportArchive` that tracks the plan's model.
+def add_endpoints(archive, model, plan, *, sequence=True, streaming=False, dynamic_length=True,
+                  check_batch=False, batch_size=None, length=None, step_only=False, unroll=False):
+    """Adds `serve`, and with `streaming` `step` and `initial_state`, of
+    `model` (of `plan`) to a `keras.export.ExportArchive` that tracks it
+    (`new_archive(model)`).
 
     `batch_size` fixes the batch of every signature, `length` the time axis
     of `serve` (with `dynamic_length=False`). `step_only` leaves out every
@@ -159,13 +162,13 @@ def add_endpoints(archive, plan, *, sequence=True, streaming=False, dynamic_leng
     """
     names = []
     if sequence:
-        archive.add_endpoint("serve", serve_fn(plan, unroll),
+        archive.add_endpoint("serve", serve_fn(model, plan, unroll),
                              input_signature=[plan.serve_specs(dynamic_length, batch_size, length)])
         names.append("serve")
     if streaming:
         archive.add_endpoint(
             "step",
-            step_fn(plan, check_batch),
+            step_fn(model, plan, check_batch),
             input_signature=[{**plan.frame_specs(batch_size), **plan.state_specs(batch_size)}],
         )
         names.append("step")

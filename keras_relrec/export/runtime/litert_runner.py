@@ -13,7 +13,8 @@ import pathlib
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
-from keras_relrec.export import quantization
+from keras_relrec.export.tflite import quantization
+from keras_relrec.export.tflite.initial_state_file import read_initial_state
 
 
 def _interpreter(path_or_content):
@@ -203,10 +204,8 @@ class Streamer:
                 chunk = int(self._interpreter.get_signature_runner("chunk_length")()["chunk_length"])
             return states, chunk
         if isinstance(path_or_content, (str, pathlib.Path)):
-            from keras_relrec.export import micro
-
             # A fixed-batch file: its batch_size was checked against the file's.
-            return micro.read_initial_state(path_or_content)
+            return read_initial_state(path_or_content)
         raise ValueError("A file without an `initial_state` signature is read by path (its states lie beside it).")
 
     def reset(self, states=None):

@@ -10,8 +10,8 @@ import pathlib
 from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
 
-from keras_relrec.export import quantization
-from keras_relrec.export import static_reshapes
+from keras_relrec.export.tflite import quantization
+from keras_relrec.export.tflite import static_reshapes
 
 # The older runtime checked (deployed devices still carry it); files that
 # stay within its op versions run there (export_tflite(runtime=...)).
