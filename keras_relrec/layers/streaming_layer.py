@@ -7,7 +7,7 @@ Streaming export (`export_tflite(..., streaming=True)`, the SavedModel
 
 where `states` holds, by name, what every stateful layer of the model needs
 to carry from one frame to the next. The export plan
-(`keras_relrec/export/export_plan.py`) asks each layer of the model's graph
+(`keras_relrec/export/graph/export_plan.py`) asks each layer of the model's graph
 one of three questions, and each answer is a name documented here, with its
 default:
 
@@ -17,7 +17,7 @@ default:
    `streaming_refusal()` (default: it can stream) and
    `streaming_chunk_length` (default None: one frame per step).
    `keras.layers.RNN` streams through the export's adapter
-   (`keras_relrec/export/rnn_streamer.py`) and needs none of this.
+   (`keras_relrec/export/graph/rnn_streamer.py`) and needs none of this.
 
 2. **Does it act on each time step alone?** Then a one-step sequence
    through it gives that step's output, and it needs no state. Keras'

@@ -79,7 +79,7 @@ class RecurrentBoFCell(keras.layers.Layer):
     (2, 5)
     """
 
-    # s_j, the output, is states[0] (see keras_relrec.export.rnn_streamer).
+    # s_j, the output, is states[0] (see keras_relrec.export.graph.rnn_streamer).
     output_is_first_state = True
 
     def __init__(

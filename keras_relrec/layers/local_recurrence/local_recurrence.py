@@ -197,7 +197,7 @@ class LocalRecurrence(keras.layers.Layer, StreamingLayer):
         for k in range(self.window_size):
             # Step k of every window reads the sequence shifted by k.
             # -1, not the rows read at run time: an exported file then
-            # reshapes to a constant shape (see export/static_reshapes).
+            # reshapes to a constant shape (see export/tflite/static_reshapes).
             frame = ops.reshape(padded[:, k : k + steps], (-1,) + self._frame_shape)
             output, states = self.cell(frame, states, **kwargs)
             states = states if tree.is_nested(states) else [states]

@@ -53,7 +53,7 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
     """
 
     GATES = ("i", "f", "c", "o")
-    # h, the output, is states[0] (see keras_relrec.export.rnn_streamer).
+    # h, the output, is states[0] (see keras_relrec.export.graph.rnn_streamer).
     output_is_first_state = True
 
     def __init__(

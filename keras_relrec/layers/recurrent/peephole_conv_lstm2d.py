@@ -89,7 +89,7 @@ class PeepholeConvLSTMCell(ConvLSTMCell):
         # an empty batch in its input's shape; reshaping to the gates' shape
         # restores it and changes nothing for a batch of examples. -1 for the
         # batch: an exported file then reshapes to a constant shape (see
-        # export/static_reshapes).
+        # export/tflite/static_reshapes).
         gates_shape = [-1] + list(ops.shape(h_tm1))[1:]
         gates_shape[self.channel_axis] = 4 * self.filters
         z = ops.reshape(self.input_conv(inputs, self.kernel, padding=self.padding), gates_shape)

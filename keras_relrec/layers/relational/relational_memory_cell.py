@@ -100,7 +100,7 @@ class RelationalMemoryCell(keras.layers.Layer):
     """
 
     # The flat memory, the output, is states[0] (see
-    # keras_relrec.export.rnn_streamer).
+    # keras_relrec.export.graph.rnn_streamer).
     output_is_first_state = True
 
     def __init__(
@@ -218,7 +218,7 @@ class RelationalMemoryCell(keras.layers.Layer):
         except the last block's, (batch, heads, N, N + r): the memory rows'
         attention over memory and input rows."""
         # -1 for the batch, never a size read at run time: an exported
-        # file then reshapes to a constant shape (see export/static_reshapes).
+        # file then reshapes to a constant shape (see export/tflite/static_reshapes).
         n, d = self.mem_slots, self.mem_size
         rows_in = 1 if self.input_rows is None else self.input_rows
         count = n + rows_in
