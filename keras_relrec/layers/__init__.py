@@ -17,8 +17,12 @@ from keras_relrec.layers.relation_transformer import InteractionTransformer
 from keras_relrec.layers.relation_transformer import RegionalRelation
 from keras_relrec.layers.relational import RelationalMemoryCell
 from keras_relrec.layers.streaming_layer import StreamingLayer
+from keras_relrec.layers.transformer_xl import FifoMemory
+from keras_relrec.layers.transformer_xl import MemoryPolicy
 from keras_relrec.layers.transformer_xl import RelativeMultiHeadAttention
+from keras_relrec.layers.transformer_xl import SegmentCache
 from keras_relrec.layers.transformer_xl import SegmentCacheTransformer
+from keras_relrec.layers.transformer_xl import SegmentRecurrence
 from keras_relrec.layers.transformer_xl import SegmentSummary
 from keras_relrec.layers.transformer_xl import TransformerXL
 from keras_relrec.layers.transformer_xl import TransformerXLBlock

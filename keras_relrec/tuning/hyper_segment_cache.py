@@ -3,7 +3,7 @@
 from keras_tuner.engine import hyperparameters as hp_types
 
 from keras_relrec.layers import SegmentCacheTransformer
-from keras_relrec.layers.transformer_xl import segment_cache_transformer
+from keras_relrec.layers.transformer_xl import segment_cache
 from keras_relrec.layers.transformer_xl import segment_summary
 from keras_relrec.tuning.hyper_transformer_xl import HyperTransformerXL
 
@@ -64,7 +64,7 @@ class HyperSegmentCache(HyperTransformerXL):
         return {
             "num_slots": hp_types.Choice("num_slots", [2, 4, 8], default=4),
             "top_k": hp_types.Choice("top_k", [1, 2], default=2),
-            "query": hp_types.Choice("query", list(segment_cache_transformer.QUERIES), default="causal"),
+            "query": hp_types.Choice("query", list(segment_cache.QUERIES), default="causal"),
             "summary": hp_types.Choice("summary", list(segment_summary.KINDS), default="dense"),
         }
 

@@ -501,6 +501,25 @@ ENTRIES = [
         takes_mask=True,
     ),
     Entry(
+        layers.SegmentRecurrence,
+        # The loop under both presets, with a policy given as its config:
+        # the cache with the query the presets' entries leave out and the
+        # MLP summary; three segments, the third recalling one of two.
+        {"num_layers": 1, "num_heads": 2, "head_size": 3, "hidden_dim": 4, "intermediate_dim": 5,
+         "segment_len": 3,
+         "memory": keras.saving.serialize_keras_object(layers.SegmentCache(
+             2, 1, query="compute_first", summary="mlp")),
+         "bias_initializer": "random_normal"},
+        (9, 4),
+        bad_kwargs=[
+            ({"memory": "fifo"}, "memory"),
+            ({"same_length": True}, "same_length"),
+            ({"segment_len": 0}, "segment_len"),
+        ],
+        bad_rank_match=r"SegmentRecurrence expects inputs \(batch, steps, 4\)",
+        takes_mask=True,
+    ),
+    Entry(
         layers.SegmentSummary,
         {"units": 4, "kind": "mlp", "bias_initializer": "random_normal"},
         (5, 3),

@@ -30,6 +30,7 @@ pytestmark = pytest.mark.check
 MICRO_REFUSALS = {
     "SegmentCacheTransformer": ("TOPK_V2", "TOPK_V2"),
     "SegmentCacheTransformer-standard-bilstm": ("TOPK_V2", "TOPK_V2"),
+    "SegmentRecurrence": ("TOPK_V2", "TOPK_V2"),
     "LocalRecurrence": (None, "TOPK_V2"),
     "LocalRecurrence-chunked-peephole": (None, "TOPK_V2"),
     "RTransformerBlock": (None, "TOPK_V2"),

@@ -8,7 +8,6 @@ from keras_relrec.ops import merge_heads
 from keras_relrec.ops import scaled_dot_product_attention
 from keras_relrec.ops import split_heads
 from keras_relrec.ops import zero_masked
-from keras_relrec.ops.relative_attention import gather_relative_scores
 from keras_relrec.ops.relative_attention import relative_attention_mask
 from keras_relrec.ops.relative_attention import relative_position_encoding
 from keras_relrec.ops.relative_attention import relative_shift
@@ -94,17 +93,6 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         memory_mask: Optional boolean (batch, M), false for empty slots.
         relative_biases: (u, v_b), each (H, d_head), with
             `shared_relative_biases` only.
-        memory_offsets: Optional integer (batch, M): for memory that is
-            not the M positions just before the segment (the segment
-            cache's recalled segments), the distance of each memory slot
-            from the segment's first query; query i is then
-            `memory_offsets + i` away. The position term is then picked
-            from a table of `max_offset + L` distances instead of shifted.
-        max_offset: The largest memory offset, a Python int (the table's
-            size); with `memory_offsets` only.
-        memory_scale: Optional (batch, M): a factor on the values of the
-            memory slots (the segment cache's relevance α); keys are not
-            scaled. Values have no bias, so this is α · (m W_v).
         training: Whether dropout is on.
         return_attention_scores: Whether to return a as well.
 
@@ -189,25 +177,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             )
         self.norm.build(input_shape)
 
-    def _check_call(self, inputs, memory, memory_mask, relative_biases, memory_offsets, max_offset,
-                    memory_scale):
+    def _check_call(self, inputs, memory, memory_mask, relative_biases):
         width = self.query_kernel.shape[0]
-        for name, value in (("memory_offsets", memory_offsets), ("memory_scale", memory_scale)):
-            if value is not None and (memory is None or tuple(value.shape) != tuple(memory.shape[:2])):
-                raise ValueError(
-                    f"RelativeMultiHeadAttention expects `{name}` of the memory's shape (batch, "
-                    f"slots); received {name} of shape {tuple(value.shape)} for memory "
-                    f"{None if memory is None else tuple(memory.shape)}."
-                )
-        if (memory_offsets is None) != (max_offset is None) or (
-            max_offset is not None and (isinstance(max_offset, bool) or not isinstance(max_offset, int)
-                                        or max_offset < 1)
-        ):
-            raise ValueError(
-                "RelativeMultiHeadAttention takes `max_offset`, a positive Python int, exactly with "
-                f"`memory_offsets`; received max_offset={max_offset!r} with memory_offsets="
-                f"{'None' if memory_offsets is None else 'a tensor'}."
-            )
         if memory is not None and (len(memory.shape) != 3 or memory.shape[-1] != width):
             raise ValueError(
                 f"RelativeMultiHeadAttention expects a memory of shape (batch, slots, {width}); "
@@ -234,11 +205,17 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
                 f"{'None' if relative_biases is None else 'a pair'}."
             )
 
-    def call(self, inputs, memory=None, mask=None, memory_mask=None, relative_biases=None,
-             memory_offsets=None, max_offset=None, memory_scale=None, training=None,
+    def call(self, inputs, memory=None, mask=None, memory_mask=None, relative_biases=None, training=None,
              return_attention_scores=False):
+        return self._call(inputs, memory, mask, memory_mask, relative_biases, training, return_attention_scores)
+
+    def _call(self, inputs, memory, mask, memory_mask, relative_biases, training, return_attention_scores,
+              recalled=None):
+        """`call`, and for a subclass whose memory is not the positions just
+        before the segment, `recalled`: what `_position_scores` and
+        `_values` read of it."""
         inputs = zero_masked(ops.cast(inputs, self.compute_dtype), mask)
-        self._check_call(inputs, memory, memory_mask, relative_biases, memory_offsets, max_offset, memory_scale)
+        self._check_call(inputs, memory, memory_mask, relative_biases)
         memory_length = 0 if memory is None else memory.shape[1]
         if memory is not None:
             memory = zero_masked(ops.cast(memory, self.compute_dtype), memory_mask)
@@ -252,8 +229,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             scores = ops.zeros((ops.shape(inputs)[0], self.num_heads, 0, memory_length), self.compute_dtype)
         else:
             outputs, scores = self._attend(inputs, context, memory_length, queries, mask, memory_mask,
-                                           relative_biases, (memory_offsets, max_offset, memory_scale),
-                                           training)
+                                           relative_biases, recalled, training)
         result = (outputs,) if memory is None else (outputs, new_memory)
         if return_attention_scores:
             result += (scores,)
@@ -263,37 +239,22 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
                 recalled, training):
         width, inner = self.query_kernel.shape
         dtype = self.compute_dtype
-        memory_offsets, max_offset, memory_scale = recalled
         if self.pre_lnorm:
             context = self.norm(context)
         keys = memory_length + queries
         query = ops.matmul(context[:, memory_length:], ops.cast(self.query_kernel, dtype))
         key, value = ops.split(ops.matmul(context, ops.cast(self.key_value_kernel, dtype)), 2, axis=-1)
-        table = keys if memory_offsets is None else max_offset + queries
-        positions = relative_position_encoding(table, width, self.clamp_len, dtype)
+        positions = relative_position_encoding(self._table_size(keys, queries, recalled), width, self.clamp_len,
+                                               dtype)
         position = ops.matmul(positions, ops.cast(self.position_kernel, dtype))
         query, key, value = (split_heads(t, self.num_heads) for t in (query, key, value))
-        if memory_scale is not None:
-            batch = ops.shape(inputs)[0]
-            factor = ops.concatenate([ops.cast(memory_scale, dtype), ops.ones((batch, queries), dtype)], axis=1)
-            value = value * factor[:, None, :, None]
+        value = self._values(value, queries, recalled)
         position = split_heads(position[None], self.num_heads)[0]  # (H, table, d_head)
         u, v = relative_biases if relative_biases is not None else (self.content_bias, self.position_bias)
         u, v = ops.cast(u, dtype)[None, :, None], ops.cast(v, dtype)[None, :, None]
         scale = self.head_size**-0.5
-        position_scores = ops.einsum("bhid,hjd->bhij", query + v, position)
-        if memory_offsets is None:
-            position_scores = relative_shift(position_scores) * scale
-        else:
-            # Key j of the segment is i − j from query i; memory slot s is
-            # memory_offsets[s] + i.
-            own = -ops.arange(queries, dtype="int32")
-            offsets = ops.concatenate(
-                [ops.cast(memory_offsets, "int32"), ops.zeros_like(memory_offsets[:, :1], "int32") + own[None]],
-                axis=1,
-            )
-            distances = ops.arange(queries, dtype="int32")[None, :, None] + offsets[:, None, :]
-            position_scores = gather_relative_scores(position_scores, distances) * scale
+        position_scores = self._position_scores(ops.einsum("bhid,hjd->bhij", query + v, position), queries,
+                                                recalled) * scale
         key_valid = None
         if mask is not None or memory_mask is not None:
             batch = ops.shape(inputs)[0]
@@ -313,6 +274,19 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             outputs = self.norm(outputs)
         # Padding gives zeros, as it reads them.
         return zero_masked(outputs, mask), scores
+
+    def _table_size(self, keys, queries, recalled):
+        """How many distances the position table holds: one per key."""
+        return keys
+
+    def _values(self, value, queries, recalled):
+        """The values (batch, H, M + L, d_head) as the heads read them."""
+        return value
+
+    def _position_scores(self, scores, queries, recalled):
+        """(batch, H, L, table) scores of every distance moved to their keys
+        (batch, H, L, M + L): the paper's shift."""
+        return relative_shift(scores)
 
     def compute_mask(self, inputs, mask=None, memory=None, **kwargs):
         if memory is None:

@@ -1,27 +1,15 @@
 """Transformer-XL with a cache of past segments recalled by relevance."""
 
-import keras
-from keras import ops
-
-from keras_relrec.layers.transformer_xl.segment_recurrence import MASK_DTYPE
+from keras_relrec.layers.transformer_xl.segment_cache import SegmentCache
 from keras_relrec.layers.transformer_xl.segment_recurrence import SegmentRecurrence
-from keras_relrec.layers.transformer_xl.segment_summary import KINDS
-from keras_relrec.layers.transformer_xl.segment_summary import SegmentSummary
-from keras_relrec.ops import any_valid
-from keras_relrec.ops import masked_softmax
-from keras_relrec.ops.relative_attention import update_memory
-from keras_relrec.utils import validation
-from keras_relrec.utils.dtypes import at_least_float32
-from keras_relrec.utils.initializers import clone_initializer
 from keras_relrec.utils.registration import register_layer
-
-QUERIES = ("causal", "standard", "compute_first")
 
 
 @register_layer
 class SegmentCacheTransformer(SegmentRecurrence):
     """A Transformer-XL whose memory is a cache of the N last segments, of
-    which the k most relevant to the current segment are recalled.
+    which the k most relevant to the current segment are recalled:
+    `SegmentRecurrence` with a `SegmentCache`.
 
     The cache-based recurrent transformer of the design note "Cache-based
     Recurrent Transformer Network" (no paper and no public implementation;
@@ -106,34 +94,19 @@ class SegmentCacheTransformer(SegmentRecurrence):
     slots)]`, and with `query="causal"` `previous_output` (batch, L, d) last.
 
     Args:
-        num_layers: Number of blocks (m).
-        num_heads: Attention heads per block.
-        head_size: Width of a head.
-        hidden_dim: d, the model width (even).
-        intermediate_dim: Width of the feed-forward nets.
-        segment_len: L, positions per segment.
-        num_slots: N, segments in the cache.
-        top_k: k, segments recalled per segment (at most N).
-        query: `"causal"` (default), `"standard"` or `"compute_first"`.
-        summary: `"dense"` (default), `"mlp"` or `"bilstm"` (`SegmentSummary`).
-        summary_dim: The key width (default: hidden_dim).
-        summary_layers: Depth of the `"mlp"` summary.
-        relevance_weighting: Whether recalled values are scaled by α.
-        explore_recall: Whether training draws the recalled slots from α.
-        vocabulary_size: With it, the inputs are token ids, embedded and
-            scaled by sqrt(d); without it, (batch, steps, hidden_dim).
-        clamp_len, pre_lnorm, tie_relative_biases, dropout,
-            attention_dropout, epsilon, kernel_initializer,
-            bias_initializer, relative_bias_initializer,
-            embeddings_initializer, stateful, return_state, seed: As in
-            `TransformerXL`.
-        **kwargs: Base `Layer` arguments.
+        num_layers, num_heads, head_size, hidden_dim, intermediate_dim,
+            segment_len: As in `SegmentRecurrence` (m = num_layers).
+        num_slots, top_k, query, summary, summary_dim, summary_layers,
+            relevance_weighting, explore_recall: As in `SegmentCache`.
+        **kwargs: The other arguments of `SegmentRecurrence` but
+            `same_length` (`vocabulary_size`, `clamp_len`, `pre_lnorm`,
+            `tie_relative_biases`, `dropout`, `attention_dropout`, `epsilon`,
+            the initializers, `stateful`, `return_state`, `seed`, also the
+            seed of the exploration) and the base `Layer`'s.
 
     Call arguments:
-        inputs: (batch, steps) token ids or (batch, steps, hidden_dim).
-        mask: Optional boolean (batch, steps), false for padding.
-        initial_state: Optional states to start from (see above).
-        training: Whether dropout is on.
+        inputs, mask, initial_state (the states above), training: As in
+            `SegmentRecurrence`.
 
     Returns:
         (batch, steps, hidden_dim); with `return_state`, [outputs, *states].
@@ -150,192 +123,41 @@ class SegmentCacheTransformer(SegmentRecurrence):
     ```
     """
 
-    # A slot holds a whole segment: a short call or chunk is padded too.
-    runs_short_segments = False
+    def __init__(self, num_layers, num_heads, head_size, hidden_dim, intermediate_dim, segment_len, num_slots,
+                 top_k, query="causal", summary="dense", summary_dim=None, summary_layers=2,
+                 relevance_weighting=True, explore_recall=False, **kwargs):
+        memory = SegmentCache(num_slots, top_k, query=query, summary=summary, summary_dim=summary_dim,
+                              summary_layers=summary_layers, relevance_weighting=relevance_weighting,
+                              explore_recall=explore_recall, seed=kwargs.get("seed"))
+        super().__init__(num_layers, num_heads, head_size, hidden_dim, intermediate_dim, segment_len, memory,
+                         **kwargs)
 
-    def __init__(
-        self,
-        num_layers,
-        num_heads,
-        head_size,
-        hidden_dim,
-        intermediate_dim,
-        segment_len,
-        num_slots,
-        top_k,
-        query="causal",
-        summary="dense",
-        summary_dim=None,
-        summary_layers=2,
-        relevance_weighting=True,
-        explore_recall=False,
-        vocabulary_size=None,
-        clamp_len=None,
-        pre_lnorm=False,
-        tie_relative_biases=False,
-        dropout=0.0,
-        attention_dropout=0.0,
-        epsilon=1e-5,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        relative_bias_initializer=None,
-        embeddings_initializer="uniform",
-        stateful=False,
-        return_state=False,
-        seed=None,
-        **kwargs,
-    ):
-        super().__init__(
-            num_layers, num_heads, head_size, hidden_dim, intermediate_dim, segment_len,
-            vocabulary_size=vocabulary_size, clamp_len=clamp_len, pre_lnorm=pre_lnorm,
-            tie_relative_biases=tie_relative_biases, dropout=dropout, attention_dropout=attention_dropout,
-            epsilon=epsilon, kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
-            relative_bias_initializer=relative_bias_initializer, embeddings_initializer=embeddings_initializer,
-            stateful=stateful, return_state=return_state, seed=seed, **kwargs,
-        )
-        self.num_slots = validation.check_positive_int("num_slots", num_slots)
-        self.top_k = validation.check_positive_int("top_k", top_k)
-        if self.top_k > self.num_slots:
-            raise ValueError(
-                f"Argument `top_k` must be at most num_slots={num_slots} (the cache recalls from its "
-                f"slots); received top_k={top_k!r}."
-            )
-        self.query = validation.check_choice("query", query, QUERIES)
-        validation.check_choice("summary", summary, KINDS)
-        self.relevance_weighting = validation.check_bool("relevance_weighting", relevance_weighting)
-        self.explore_recall = validation.check_bool("explore_recall", explore_recall)
-        self.recall_seed_generator = (
-            keras.random.SeedGenerator(self.seed, name="recall_seed_generator") if self.explore_recall else None
-        )
-        self.summary = SegmentSummary(
-            self.hidden_dim if summary_dim is None else summary_dim,
-            kind=summary,
-            num_layers=summary_layers,
-            kernel_initializer=clone_initializer(self.kernel_initializer, "summary"),
-            bias_initializer=clone_initializer(self.bias_initializer, "summary"),
-            dtype=self.dtype_policy,
-            name="summary",
-        )
-        self.summary_dim = self.summary.units
+    # The cache's settings and parts under the names 0.2 gave them (and,
+    # public, the weights' paths in its `.keras` files).
+    num_slots = property(lambda self: self._memory.num_slots)
+    top_k = property(lambda self: self._memory.top_k)
+    query = property(lambda self: self._memory.query)
+    summary_dim = property(lambda self: self._memory.summary_dim)
+    relevance_weighting = property(lambda self: self._memory.relevance_weighting)
+    explore_recall = property(lambda self: self._memory.explore_recall)
+    summary = property(lambda self: self._memory.summary)
+    recall_seed_generator = property(lambda self: self._memory.recall_seed_generator)
 
-    def _build_segment(self):
-        super()._build_segment()
-        self.summary.build((None, self.segment_len, self.hidden_dim))
-
-    def streaming_state_specs(self):
-        """[(name, shape without batch, dtype)] of the states (see
-        `StreamingLayer`)."""
-        slots, length, width = self.num_slots, self.segment_len, self.hidden_dim
-        specs = [("keys", (slots, self.summary_dim), self.compute_dtype)]
-        specs += [(f"values_{n}", (slots, length, width), self.compute_dtype) for n in range(self.num_layers)]
-        specs += [("slot_mask", (slots, length), MASK_DTYPE)]
-        if self.query == "causal":
-            specs += [("previous_output", (length, width), self.compute_dtype)]
-        return specs
-
-    def _query(self, hidden, mask, slot_mask, previous_output, training):
-        """The summary that chooses what the segment recalls."""
-        if self.query == "causal":
-            # The newest slot holds the previous segment's valid positions.
-            return self.summary(ops.stop_gradient(previous_output), mask=slot_mask[:, -1] > 0)
-        if self.query == "compute_first":
-            for block in self.blocks:
-                hidden = block(hidden, mask=mask, relative_biases=self._relative_biases(), training=training)
-        return self.summary(hidden, mask=mask)
+    def recall(self, query, keys, slot_mask, training=False):
+        """As `SegmentCache.recall`."""
+        return self._memory.recall(query, keys, slot_mask, training)
 
     def recalled_slots(self, inputs, states, mask=None):
         """What one segment recalls: for inputs (batch, L) token ids or
         (batch, L, hidden_dim) and the states before it, (alpha (batch,
         N), indices (batch, k)) as `recall` returns them. Slot s holds the
         segment N − s segments back."""
-        return self._recall_for(self._embed(inputs, False), mask, list(states), False)
-
-    def _recall_for(self, hidden, mask, states, training):
-        slot_mask = states[1 + self.num_layers]
-        previous_output = states[-1] if self.query == "causal" else None
-        query = self._query(hidden, mask, slot_mask, previous_output, training)
-        return self.recall(query, states[0], slot_mask, training)
-
-    def recall(self, query, keys, slot_mask, training=False):
-        """Which slots a segment recalls and with what weight.
-
-        Args:
-            query: (batch, summary_dim).
-            keys: (batch, N, summary_dim).
-            slot_mask: (batch, N, L).
-            training: With `explore_recall`, draw the slots instead.
-
-        Returns:
-            (alpha (batch, N), the softmax over the filled slots; indices
-            (batch, k) of the recalled slots, the most relevant first).
-        """
-        filled = any_valid(slot_mask > 0, axis=-1)
-        logits = ops.einsum("bk,bnk->bn", query, ops.stop_gradient(ops.cast(keys, query.dtype)))
-        alpha = masked_softmax(logits, filled)
-        ranked = ops.stop_gradient(logits)
-        if training and self.explore_recall:
-            # Gumbel-top-k: k slots drawn from α without replacement. The
-            # noise in float32 at least (1e-6 is below float16's normal range).
-            uniform = keras.random.uniform(ops.shape(ranked), minval=1e-6, maxval=1.0 - 1e-6,
-                                           dtype=at_least_float32(ranked.dtype), seed=self.recall_seed_generator)
-            ranked = ranked - ops.cast(ops.log(-ops.log(uniform)), ranked.dtype)
-        ranked = ops.where(filled, ranked, ops.full_like(ranked, float("-inf")))
-        _, indices = ops.top_k(ranked, self.top_k)
-        return alpha, indices
-
-    def _segment(self, hidden, mask, states, steps, training):
-        """One segment (batch, L, d) through recall, every layer and the
-        renewal: (outputs, states). The new slot holds the whole segment,
-        its padding (after `steps`) masked in slot_mask."""
-        slots, length, width = self.num_slots, self.segment_len, self.hidden_dim
-        keys, values, slot_mask = states[0], states[1 : 1 + self.num_layers], states[1 + self.num_layers]
-        previous_output = states[-1] if self.query == "causal" else None
-        dtype = self.compute_dtype
-        alpha, indices = self._recall_for(hidden, mask, states, training)
-        # Recalled by a one-hot product (batch matmuls: no gather to export).
-        select = ops.one_hot(indices, slots, dtype=dtype)  # (batch, k, N)
-        recalled_mask = ops.einsum("bkn,bnl->bkl", ops.cast(select, MASK_DTYPE), ops.cast(slot_mask, MASK_DTYPE))
-        recalled_mask = ops.reshape(recalled_mask > 0, (-1, self.top_k * length))
-        if self.relevance_weighting:
-            weight = ops.einsum("bkn,bn->bk", select, ops.cast(alpha, dtype))
-        else:
-            weight = ops.ones_like(select[:, :, 0])
-        memory_scale = ops.reshape(weight[:, :, None] + ops.zeros((1, 1, length), dtype), (-1, self.top_k * length))
-        # Slot s is N − s segments old: position p is (N − s)·L − p before
-        # the segment's first position.
-        ages = ops.cast(slots - indices, "int32")
-        offsets = ops.reshape(ages[:, :, None] * length - ops.arange(length, dtype="int32")[None, None],
-                              (-1, self.top_k * length))
-        inputs_per_layer = []
-        for block, value in zip(self.blocks, values):
-            memory = ops.einsum("bkn,bnld->bkld", select, ops.stop_gradient(ops.cast(value, dtype)))
-            inputs_per_layer.append(hidden)
-            hidden, _ = block(
-                hidden, memory=ops.reshape(memory, (-1, self.top_k * length, width)), mask=mask,
-                memory_mask=recalled_mask, relative_biases=self._relative_biases(),
-                memory_offsets=offsets, max_offset=slots * length, memory_scale=memory_scale, training=training,
-            )
-        # Renewal: the oldest slot leaves, this segment enters as the newest.
-        valid = ops.ones(ops.shape(hidden)[:2], MASK_DTYPE) if mask is None else ops.cast(mask, MASK_DTYPE)
-        new_key = self.summary(ops.stop_gradient(hidden), mask=mask)
-
-        # The memory update of Transformer-XL, one slot at a time.
-        new_states = [update_memory(keys, new_key[:, None])]
-        new_states += [update_memory(value, entry[:, None]) for value, entry in zip(values, inputs_per_layer)]
-        new_states += [update_memory(slot_mask, valid[:, None])]
-        if self.query == "causal":
-            new_states += [ops.stop_gradient(ops.cast(hidden, previous_output.dtype))]
-        return hidden, new_states
+        return self._memory.recall_for(self._embed(inputs, False), mask, list(states), self._stack(mask, False),
+                                       False)
 
     def get_config(self):
-        config = {
-            "num_slots": self.num_slots,
-            "top_k": self.top_k,
-            "query": self.query,
-            "summary": self.summary.kind,
-            "summary_dim": self.summary_dim,
-            "summary_layers": self.summary.num_layers,
-            "relevance_weighting": self.relevance_weighting,
-            "explore_recall": self.explore_recall,
-        }
-        return {**super().get_config(), **config}
+        config = super().get_config()
+        memory = config.pop("memory")["config"]
+        del config["same_length"]
+        keys = ("num_slots", "top_k", "query", "summary", "summary_layers", "relevance_weighting", "explore_recall")
+        return {**config, **{key: memory[key] for key in keys}, "summary_dim": self.summary_dim}

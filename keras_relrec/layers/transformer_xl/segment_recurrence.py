@@ -1,6 +1,5 @@
-"""The machinery of the stacks of Transformer-XL blocks that run a sequence
-segment by segment with a state carried between segments (Transformer-XL
-and its segment cache)."""
+"""A stack of Transformer-XL blocks that runs a sequence segment by segment,
+with a memory policy that decides what it remembers between segments."""
 
 import math
 
@@ -8,6 +7,7 @@ import keras
 from keras import ops
 
 from keras_relrec.layers.streaming_layer import StreamingLayer
+from keras_relrec.layers.transformer_xl.memory_policy import MemoryPolicy
 from keras_relrec.layers.transformer_xl.relative_multi_head_attention import check_clamp_len
 from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerXLBlock
 from keras_relrec.ops import any_valid
@@ -16,37 +16,94 @@ from keras_relrec.ops import zero_masked
 from keras_relrec.utils import state_variables
 from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
+from keras_relrec.utils.registration import register_layer
 
-MASK_DTYPE = "float32"
 
-
+@register_layer
 class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
-    """Base of the segment-recurrent stacks; not a public layer.
+    """`num_layers` `TransformerXLBlock`s run over a long sequence one
+    segment of `segment_len` positions at a time, each attending to what a
+    **memory policy** keeps of the segments before: `FifoMemory(mem_len)`
+    (Transformer-XL: each layer's last positions) or `SegmentCache(...)`
+    (the N last segments, the k most relevant recalled). `TransformerXL`
+    and `SegmentCacheTransformer` are this layer with one policy each, as
+    `keras.layers.RNN` is a loop that takes a cell.
 
-    It owns `num_layers` `TransformerXLBlock`s (`self.blocks`, with u and v
-    tied across them on request: `_relative_biases()`). A subclass defines
-    `streaming_state_specs()` and `_segment(hidden, mask, states, steps,
-    training)` (one segment through the layer: its outputs and next states;
-    the first `steps` of its positions belong to the sequence, the rest is
-    the padding of its last segment, and the subclass decides what that
-    padding leaves in its states). This class embeds token ids (or takes
-    features), cuts a sequence into segments of `segment_len` positions,
-    the last one padded at the end with masked positions (with
-    `runs_short_segments`, a sequence of known length shorter than a
-    segment runs as it is instead), runs them in turn (unrolled for a known
-    count, an `ops.fori_loop` otherwise), keeps the states of a segment
-    with no valid position, and gives the layer the behaviour of a
-    `keras.layers.RNN` whose step is a segment: `initial_state`,
-    `return_state`, `stateful` with `reset_state()`, and streaming as a
-    `StreamingLayer` with one segment per step.
+    Dai et al., "Transformer-XL: Attentive language models beyond a
+    fixed-length context", ACL 2019. For segment τ and layer n, with the
+    policy's states s_τ:
+
+    ```
+    h_τ^0 = E[x_τ] · sqrt(d)   (tokens; features are taken as they are)
+    memory_τ^n = read(s_τ)_n
+    h_τ^n = TransformerXLBlock_n(h_τ^(n−1), memory_τ^n)
+    s_(τ+1) = update(s_τ, h_τ^0 … h_τ^(m−1), h_τ^m)
+    ```
+
+    The layer embeds token ids (or takes features), cuts a sequence into
+    segments, the last one padded at the end with masked positions (or,
+    where the policy allows, a sequence of known length shorter than a
+    segment runs as it is), runs them in turn (unrolled for a known count,
+    an `ops.fori_loop` otherwise) and keeps the states of a segment with
+    no valid position, as a masked step keeps an RNN's state. It behaves
+    like a `keras.layers.RNN` whose step is a segment and whose state is
+    the policy's: `initial_state`, `return_state`, `stateful` with
+    `reset_state()` (truncated back-propagation over segments, as the
+    paper trains: gradients stop at the memory), and streaming as a
+    `StreamingLayer` with one segment per step (SavedModel `step`, TFLite
+    streaming). Masking: a masked position is never attended, its output
+    is zeros, and it keeps its place in the distances.
+
+    Args:
+        num_layers: Number of blocks.
+        num_heads: Attention heads per block.
+        head_size: Width of a head.
+        hidden_dim: d, the model width (even).
+        intermediate_dim: Width of the feed-forward nets.
+        segment_len: L, positions per segment.
+        memory: The memory policy (`FifoMemory`, `SegmentCache`) or its
+            config; it belongs to this layer alone.
+        vocabulary_size: With it, the inputs are token ids and the layer
+            embeds them (scaled by sqrt(d), as the paper); without it, the
+            inputs are (batch, steps, hidden_dim) features.
+        clamp_len, same_length, pre_lnorm: As in `TransformerXLBlock`
+            (`same_length` with a `FifoMemory` of positions only).
+        tie_relative_biases: One u and v for every layer (the paper's code
+            without `untie_r`) instead of one pair per layer.
+        dropout: Dropout rate of the embedding and in every block.
+        attention_dropout: Dropout rate of the attention weights.
+        epsilon: The layer norms' epsilon.
+        kernel_initializer, bias_initializer: Of the blocks and of the
+            policy's weights.
+        relative_bias_initializer: Of the blocks' u and v.
+        embeddings_initializer: Of the token embedding.
+        stateful: Whether each call starts from the states the last one
+            ended with (the batch size must be fixed).
+        return_state: Whether to return the states after the outputs.
+        seed: Seed of the dropout.
+        **kwargs: Base `Layer` arguments.
+
+    Call arguments:
+        inputs: (batch, steps) token ids or (batch, steps, hidden_dim).
+        mask: Optional boolean (batch, steps), false for padding.
+        initial_state: Optional states to start from (the policy's).
+        training: Whether dropout is on.
+
+    Returns:
+        (batch, steps, hidden_dim); with `return_state`, [outputs, *states].
+
+    Example:
+
+    ```python
+    backbone = keras_relrec.layers.SegmentRecurrence(
+        num_layers=2, num_heads=2, head_size=8, hidden_dim=16, intermediate_dim=32,
+        segment_len=4, memory=keras_relrec.layers.SegmentCache(num_slots=8, top_k=2),
+        vocabulary_size=100)
+    tokens = keras.Input((None,), dtype="int32")
+    logits = keras.layers.Dense(100)(backbone(tokens))
+    model = keras.Model(tokens, logits)
+    ```
     """
-
-    # Whether a call or streaming chunk of known length shorter than a
-    # segment runs as a segment of its own: for a memory of positions that
-    # leaves out the padding, the same as padding it, at a fraction of the
-    # cost (`TransformerXLGenerator`'s token mode steps one token at a
-    # time); a subclass whose states hold whole segments says False.
-    runs_short_segments = True
 
     def __init__(
         self,
@@ -56,6 +113,7 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
         hidden_dim,
         intermediate_dim,
         segment_len,
+        memory,
         vocabulary_size=None,
         clamp_len=None,
         same_length=False,
@@ -124,6 +182,16 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
                 dtype=self.dtype_policy, name="embedding",
             )
         self.embedding_dropout = keras.layers.Dropout(self.dropout, seed=self.seed, dtype=self.dtype_policy)
+        # Private, so that Keras saves the policy's weights after the
+        # presets' own names for them (the paths of 0.2's files).
+        self._memory = _as_policy(memory)
+        if same_length and not self._memory.supports_same_length:
+            raise ValueError(
+                "Argument `same_length` needs a memory of positions (every query sees the mem_len nearest): a "
+                f"FifoMemory with mem_len > 0; received same_length=True with {_describe(self._memory)}."
+            )
+        self._memory.configure(self.num_layers, self.segment_len, self.hidden_dim, self.dtype_policy,
+                               self.kernel_initializer, self.bias_initializer)
         self.states = None
         self.supports_masking = True
 
@@ -160,6 +228,12 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
                                 initializer=clone_initializer(self.relative_bias_initializer, name))
                 for name in ("content_bias", "position_bias")
             )
+        self._memory.build((None, self.segment_len, self.hidden_dim))
+
+    def streaming_state_specs(self):
+        """[(name, shape without batch, dtype)] of the states: the memory
+        policy's (see `StreamingLayer`)."""
+        return self._memory.state_specs()
 
     def _relative_biases(self):
         return (self.content_bias, self.position_bias) if self.tie_relative_biases else None
@@ -229,11 +303,25 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             hidden = self.embedding(ops.cast(inputs, "int32")) * math.sqrt(self.hidden_dim)
         return self.embedding_dropout(hidden, training=training)
 
+    def _stack(self, mask, training):
+        """The blocks run on a segment without memory."""
+        def run(hidden):
+            for block in self.blocks:
+                hidden = block(hidden, mask=mask, relative_biases=self._relative_biases(), training=training)
+            return hidden
+        return run
+
     def _segment(self, hidden, mask, states, steps, training):
         """One segment (batch, segment_len or fewer, hidden_dim) of which
         the first `steps` positions (an int, or a scalar tensor) belong to
         the sequence and the rest pads it: (outputs, states)."""
-        raise NotImplementedError
+        arguments = self._memory.read(hidden, mask, states, self._stack(mask, training), training)
+        layer_inputs = []
+        for block, memory in zip(self.blocks, arguments):
+            layer_inputs.append(hidden)
+            result = block(hidden, mask=mask, relative_biases=self._relative_biases(), training=training, **memory)
+            hidden = result[0] if memory else result
+        return hidden, self._memory.update(states, layer_inputs, hidden, mask, steps)
 
     def _masked_segment(self, hidden, mask, states, steps, training):
         outputs, new_states = self._segment(hidden, mask, states, steps, training)
@@ -249,10 +337,10 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
 
     def _run_segments(self, hidden, mask, states, steps, training):
         """Every segment of (batch, steps, d) in turn, the last one padded
-        (unless `runs_short_segments` and it is the only one): (outputs,
-        states)."""
+        (unless the policy runs short segments and it is the only one):
+        (outputs, states)."""
         length = self.segment_len
-        if isinstance(steps, int) and (steps in (0, length) or (steps < length and self.runs_short_segments)):
+        if isinstance(steps, int) and (steps in (0, length) or (steps < length and self._memory.runs_short_segments)):
             # None, or one segment as it is.
             return (hidden, states) if steps == 0 else self._masked_segment(hidden, mask, states, steps, training)
         count = -(-steps // length)
@@ -307,6 +395,7 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             "segment_len": self.segment_len,
             "vocabulary_size": self.vocabulary_size,
             "clamp_len": block["clamp_len"],
+            "same_length": block["same_length"],
             "pre_lnorm": block["pre_lnorm"],
             "tie_relative_biases": self.tie_relative_biases,
             "dropout": self.dropout,
@@ -319,5 +408,27 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             "stateful": self.stateful,
             "return_state": self.return_state,
             "seed": self.seed,
+            "memory": keras.saving.serialize_keras_object(self._memory),
         }
         return {**super().get_config(), **config}
+
+
+def _as_policy(memory):
+    """The policy to run: `memory`, or the one its config describes."""
+    if isinstance(memory, dict):
+        memory = keras.saving.deserialize_keras_object(memory)
+    if not isinstance(memory, MemoryPolicy):
+        raise ValueError(
+            "Argument `memory` must be a memory policy (keras_relrec.layers.FifoMemory, "
+            f"keras_relrec.layers.SegmentCache) or its config; received {memory!r}."
+        )
+    return memory
+
+
+
+def _describe(policy):
+    """`FifoMemory(mem_len=0)`: a policy by its arguments, for messages."""
+    config = policy.get_config()
+    arguments = ", ".join(f"{key}={value!r}" for key, value in config.items()
+                          if key not in ("name", "trainable", "dtype"))
+    return f"{type(policy).__name__}({arguments})"

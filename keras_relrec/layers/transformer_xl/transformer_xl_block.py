@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_relrec.layers.transformer_xl.relative_multi_head_attention import RelativeMultiHeadAttention
+from keras_relrec.layers.transformer_xl.recalled_memory_attention import RecalledMemoryAttention
 from keras_relrec.layers.transformer_xl.relative_multi_head_attention import check_clamp_len
 from keras_relrec.ops import zero_masked
 from keras_relrec.utils import initializers
@@ -16,6 +16,11 @@ from keras_relrec.utils.registration import register_layer
 class TransformerXLBlock(keras.layers.Layer):
     """A Transformer-XL layer: `RelativeMultiHeadAttention` (with its
     residual and layer norm) and the position-wise feed-forward net.
+
+    The attention also attends to segments recalled from anywhere in the
+    past when the call gives their offsets (the segment cache, through
+    `SegmentRecurrence`): keras-hub's `TransformerDecoder` likewise always
+    holds the attention that takes a cache.
 
     Dai et al., "Transformer-XL: Attentive language models beyond a
     fixed-length context", ACL 2019, appendix B. For the segment h and the
@@ -47,9 +52,12 @@ class TransformerXLBlock(keras.layers.Layer):
         **kwargs: Base `Layer` arguments.
 
     Call arguments:
-        inputs, memory, mask, memory_mask, relative_biases, memory_offsets,
-            max_offset, memory_scale, training: As in
-            `RelativeMultiHeadAttention`.
+        inputs, memory, mask, memory_mask, relative_biases, training: As
+            in `RelativeMultiHeadAttention`.
+        memory_offsets, max_offset, memory_scale: For a memory of recalled
+            segments: each slot's distance from the segment's first query,
+            the largest of them (a Python int) and the factor on each
+            slot's values.
 
     Returns:
         y (batch, L, d); with a memory, (y, the new memory).
@@ -87,7 +95,7 @@ class TransformerXLBlock(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.seed = validation.check_seed(seed)
-        self.attention = RelativeMultiHeadAttention(
+        self.attention = RecalledMemoryAttention(
             num_heads,
             head_size,
             clamp_len=check_clamp_len(clamp_len),

@@ -300,8 +300,8 @@ def test_short_calls_are_padded_at_the_end(options):
 
 def test_bad_arguments_name_themselves():
     # The other bad constructor arguments: the registry's bad_kwargs
-    # (tests/contract). The summary's width reaches SegmentSummary's `units`.
-    with pytest.raises(ValueError, match="units"):
+    # (tests/contract). The summary's width is named as the caller gave it.
+    with pytest.raises(ValueError, match="summary_dim=0"):
         SegmentCacheTransformer(**{**BACKBONE, "num_slots": N, "top_k": 2, "summary_dim": 0})
     model = make_cache(return_state=True)
     with pytest.raises(ValueError, match="initial state 'keys' of shape"):

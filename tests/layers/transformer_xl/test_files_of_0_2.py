@@ -1,0 +1,25 @@
+"""`.keras` files saved by keras_relrec 0.2 load and answer as they did:
+`TransformerXL` and `SegmentCacheTransformer` became presets of
+`SegmentRecurrence` with a memory policy, and their files did not change.
+The files and their outputs were written by
+`tests/goldens/v0_2/make_v0_2_files.py` at 0.2."""
+
+import pathlib
+
+import keras
+import numpy as np
+import pytest
+
+FOLDER = pathlib.Path(__file__).parents[2] / "goldens" / "v0_2"
+ARRAYS = np.load(FOLDER / "outputs.npz")
+
+
+@pytest.mark.parametrize("name", ["transformer_xl", "segment_cache_transformer"])
+def test_file_of_0_2_loads_and_answers_as_it_did(name, tmp_path):
+    model = keras.saving.load_model(FOLDER / f"{name}.keras", safe_mode=True)
+    inputs, expected = ARRAYS[f"{name}_inputs"], ARRAYS[f"{name}_outputs"]
+    np.testing.assert_allclose(model.predict(inputs, verbose=0), expected, atol=1e-5)
+    # Saved by this release, it loads into the same numbers.
+    model.save(tmp_path / "again.keras")
+    again = keras.saving.load_model(tmp_path / "again.keras", safe_mode=True)
+    np.testing.assert_allclose(again.predict(inputs, verbose=0), expected, atol=1e-5)

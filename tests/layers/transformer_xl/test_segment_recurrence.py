@@ -1,0 +1,85 @@
+"""The segment loop takes its memory as a policy: each preset is the loop
+with its policy (same weights, same numbers), a policy belongs to one
+layer, and a policy written outside the package runs in the loop. The
+presets' numbers against their equations: the other modules here."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_relrec.layers import FifoMemory
+from keras_relrec.layers import MemoryPolicy
+from keras_relrec.layers import SegmentCache
+from keras_relrec.layers import SegmentCacheTransformer
+from keras_relrec.layers import SegmentRecurrence
+from keras_relrec.layers import TransformerXL
+from keras_relrec.ops.relative_attention import update_memory
+from tests.layers.transformer_xl.numpy_reference import random_weights
+
+L, D = 3, 6
+BACKBONE = {"num_layers": 2, "num_heads": 2, "head_size": 3, "hidden_dim": D, "intermediate_dim": 10,
+            "segment_len": L}
+
+
+def outputs_with_weights_of(preset, layer, x, mask):
+    """`layer` given `preset`'s weights, and both layers' outputs."""
+    preset(x[:, :L]), layer(x[:, :L])
+    random_weights(preset, 4)
+    layer.set_weights(preset.get_weights())
+    return [keras.ops.convert_to_numpy(m(x, mask=mask)) for m in (preset, layer)]
+
+
+@pytest.mark.parametrize(("preset", "policy"), [
+    (lambda: TransformerXL(**BACKBONE, mem_len=4, same_length=True), lambda: FifoMemory(4)),
+    (lambda: SegmentCacheTransformer(**BACKBONE, num_slots=3, top_k=2, query="standard", summary="mlp"),
+     lambda: SegmentCache(3, 2, query="standard", summary="mlp")),
+], ids=["fifo", "cache"])
+def test_each_preset_is_the_loop_with_its_policy(preset, policy):
+    preset = preset()
+    layer = SegmentRecurrence(**BACKBONE, memory=policy(), same_length=preset.get_config().get("same_length", False))
+    x = np.random.default_rng(0).normal(size=(2, 4 * L + 1, D)).astype("float32")
+    mask = np.ones(x.shape[:2], bool)
+    mask[1, 5:9] = False
+    got, want = outputs_with_weights_of(preset, layer, x, mask)
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    assert layer.streaming_state_specs() == preset.streaming_state_specs()
+    again = SegmentRecurrence.from_config(layer.get_config())
+    assert type(again._memory) is type(layer._memory)
+    assert again.get_config() == layer.get_config()
+
+
+def test_a_policy_belongs_to_one_layer():
+    memory = FifoMemory(4)
+    SegmentRecurrence(**BACKBONE, memory=memory)
+    with pytest.raises(ValueError, match="already belongs to a SegmentRecurrence"):
+        SegmentRecurrence(**BACKBONE, memory=memory)
+    with pytest.raises(ValueError, match=r"`memory` must be a memory policy .* received 'fifo'"):
+        SegmentRecurrence(**BACKBONE, memory="fifo")
+    with pytest.raises(ValueError, match=r"same_length.*SegmentCache\(num_slots=2"):
+        SegmentRecurrence(**BACKBONE, memory=SegmentCache(2, 1), same_length=True)
+
+
+class PreviousSegment(MemoryPolicy):
+    """Each layer attends to its inputs of the previous segment: a memory
+    written outside the package, which on whole segments is
+    Transformer-XL's with mem_len = L."""
+
+    def state_specs(self):
+        return [(f"previous_{n}", (self.segment_len, self.hidden_dim), self.state_dtype)
+                for n in range(self.num_layers)] + [("previous_mask", (self.segment_len,), "float32")]
+
+    def read(self, hidden, mask, states, stack, training):
+        return [{"memory": memory, "memory_mask": states[-1]} for memory in states[:-1]]
+
+    def update(self, states, layer_inputs, outputs, mask, steps):
+        return [update_memory(memory, inputs) for memory, inputs in zip(states[:-1], layer_inputs)] + [
+            update_memory(states[-1], self.segment_valid(outputs, mask))]
+
+
+def test_a_policy_from_outside_runs_in_the_loop():
+    x = np.random.default_rng(1).normal(size=(2, 4 * L, D)).astype("float32")
+    mask = np.ones(x.shape[:2], bool)
+    mask[0, 4] = False
+    want, got = outputs_with_weights_of(TransformerXL(**BACKBONE, mem_len=L),
+                                        SegmentRecurrence(**BACKBONE, memory=PreviousSegment()), x, mask)
+    np.testing.assert_allclose(got, want, atol=1e-6)
