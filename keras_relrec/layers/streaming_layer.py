@@ -38,7 +38,7 @@ default:
 
 Anything else (pooling over time, attention over the sequence, `Flatten`,
 a plain operation across axis 1) makes the model unable to stream; the
-export says which layer and why. In sequence mode (`serve`) a layer runs
+export says which layer, why, and what to do instead. In sequence mode (`serve`) a layer runs
 its own `call`, which must convert to TFLite builtins; `keras.layers.RNN`
 and `Bidirectional` run in the export's builtins-only loop instead.
 

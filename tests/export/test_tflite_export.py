@@ -8,6 +8,7 @@ import pytest
 from keras_relrec.export import ExportError
 from keras_relrec.export import export_saved_model
 from keras_relrec.export import export_tflite
+from keras_relrec.export import plan_export
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
 from keras_relrec.layers import CoupledLSTMCell
@@ -150,6 +151,59 @@ def test_time_mixing_layer_cannot_stream(tmp_path):
     )
     with pytest.raises(ExportError, match="global_average_pooling1d"):
         export_tflite(model, tmp_path / "x.tflite", streaming=True)
+
+
+@keras.saving.register_keras_serializable(package="keras_relrec_tests")
+class LastStep(keras.layers.Layer):
+    """A user's layer that reads across time (the last step)."""
+
+    def call(self, x):
+        return x[:, -1]
+
+
+# A head after the recurrent layer: what the refusal tells the user to do.
+SEQUENCE_OR_END_AT_THE_RECURRENT_LAYER = (
+    r"export it in sequence mode \(streaming=False\), or stream the model without '{name}', ending at its "
+    r"recurrent layer \(the step returns that layer's output at each frame\), and apply '{name}' outside"
+)
+HEADS = {
+    "pooling": (lambda: keras.layers.GlobalAveragePooling1D(name="head"), ""),
+    "lambda": (lambda: keras.layers.Lambda(lambda x: x[:, -1], name="head"),
+               r", or, if its function acts on each step alone, write it as a layer class that sets "
+               r"acts_per_step = True$"),
+    "custom": (lambda: LastStep(name="head"), r", or, if it acts on each step alone, set acts_per_step = True "
+               r"on its class$"),
+}
+
+
+@pytest.mark.parametrize("head", list(HEADS))
+@pytest.mark.parametrize("export", ["tflite", "saved_model"])
+def test_a_head_across_time_says_how_to_export(head, export, tmp_path):
+    make_head, extra = HEADS[head]
+    model = sequential(keras.layers.LSTM(4, return_sequences=True), make_head())
+    expected = SEQUENCE_OR_END_AT_THE_RECURRENT_LAYER.format(name="head") + (extra or "$")
+    with pytest.raises(ExportError, match=r"^layer 'head' \(\w+\) is not known to act on each time step alone, "
+                                          r"so the model cannot stream frame by frame; " + expected):
+        if export == "tflite":
+            export_tflite(model, tmp_path / "x.tflite", streaming=True)
+        else:
+            export_saved_model(model, tmp_path / "sm", streaming=True)
+
+
+def test_a_layer_across_time_before_the_recurrent_one_says_to_export_in_sequence_mode():
+    model = sequential(keras.layers.Conv1D(4, 3, name="conv"), keras.layers.LSTM(4))
+    with pytest.raises(ExportError, match=r"^layer 'conv' \(Conv1D\) is not known to act on each time step "
+                                          r"alone, so the model cannot stream frame by frame; export it in "
+                                          r"sequence mode \(streaming=False\)$"):
+        plan_export(model).require_streaming()
+
+
+def test_an_operation_across_time_says_how_to_export():
+    inputs = keras.Input((None, D), name="sequence")
+    model = keras.Model(inputs, keras.ops.mean(keras.layers.LSTM(4, return_sequences=True)(inputs), axis=1))
+    with pytest.raises(ExportError, match=r"^operation '\w+' \(Mean\) works across the time axis, so the model "
+                                          r"cannot stream frame by frame; export it in sequence mode"):
+        plan_export(model).require_streaming()
 
 
 def test_saved_model_has_serve_and_step(tmp_path):

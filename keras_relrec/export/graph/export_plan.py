@@ -99,7 +99,8 @@ class ExportPlan:
         mode (`keras.layers.RNN`, `Bidirectional`).
     stateful: the `StatefulNode`s in execution order.
     streaming_refusal: why the model cannot stream frame by frame, naming
-        the layer at fault, or None when it can.
+        the layer at fault (and, for a layer across time, what to do
+        instead), or None when it can.
     chunk_length: None when the step takes one frame; L when its stateful
         layers step by chunks of L frames (`streaming_chunk_length`, e.g.
         a Transformer-XL segment): the step then takes and returns L frames.
@@ -198,7 +199,7 @@ def plan_export(model):
             continue
         streamer = _streamer(item)
         if streamer is None:
-            refusals.append(_per_step_refusal(item))
+            refusals.append(_per_step_refusal(item, after_stateful=bool(stateful)))
             continue
         refusals.append(stateful_protocol.streaming_refusal(streamer))
         if item.calls > 1:
@@ -264,22 +265,36 @@ def _unique(name, used):
     return candidate
 
 
-def _per_step_refusal(item):
-    """Why a stateless operation cannot run on one frame, or None."""
+def _per_step_refusal(item, after_stateful):
+    """Why a stateless operation cannot run on one frame, and what to do
+    instead, or None. `after_stateful`: whether a stateful layer runs before
+    it in the graph, so that the model could stream without it."""
     op = item.operation
     if isinstance(op, keras.layers.Layer):
         if isinstance(op, PER_STEP_LAYERS) or stateful_protocol.acts_per_step(op):
             return None
-        return (
-            f"layer '{op.name}' ({op.__class__.__name__}) is not known to act on each "
-            "time step alone, so the model cannot stream frame by frame"
+        reason = "is not known to act on each time step alone"
+    elif _touches_time_axis(op, item.node):
+        reason = "works across the time axis"
+    else:
+        return None
+    kind = "layer" if isinstance(op, keras.layers.Layer) else "operation"
+    fixes = "export it in sequence mode (streaming=False)"
+    if after_stateful:
+        fixes += (
+            f", or stream the model without '{op.name}', ending at its recurrent layer (the step returns that "
+            f"layer's output at each frame), and apply '{op.name}' outside"
         )
-    if _touches_time_axis(op, item.node):
-        return (
-            f"operation '{op.name}' ({op.__class__.__name__}) works across the time "
-            "axis, so the model cannot stream frame by frame"
-        )
-    return None
+    if isinstance(op, keras.layers.Lambda):
+        # A Lambda saves its function, not attributes set on it.
+        fixes += (", or, if its function acts on each step alone, write it as a layer class that sets "
+                  "acts_per_step = True")
+    elif kind == "layer" and not type(op).__module__.startswith(("keras.", "keras_relrec.")):
+        # Keras' and this package's classes are not the user's to change.
+        fixes += ", or, if it acts on each step alone, set acts_per_step = True on its class"
+    return (
+        f"{kind} '{op.name}' ({op.__class__.__name__}) {reason}, so the model cannot stream frame by frame; {fixes}"
+    )
 
 
 def _touches_time_axis(op, node):
