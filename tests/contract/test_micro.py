@@ -59,7 +59,11 @@ def test_tflite_micro(entry, masked, tmp_path):
     lacked = MICRO_REFUSALS.get(entry.id, (None, None))[int(masked)]
     if lacked is not None:
         lacks = f"needs the op {lacked}, which TensorFlow Lite for Microcontrollers lacks"
-        with pytest.raises(ExportError, match=rf"layer '{model.layers[-1].name}' \({entry.cls.__name__}\) {lacks}"):
+        # And what to change: the recall's top-k goes with a FIFO memory,
+        # the sort behind a mask with the mask.
+        fix = "memory=FifoMemory" if MICRO_REFUSALS[entry.id][0] else "give it no mask"
+        with pytest.raises(ExportError,
+                           match=rf"layer '{model.layers[-1].name}' \({entry.cls.__name__}\) {lacks}; .*{fix}"):
             export()
         return
     summary = export()

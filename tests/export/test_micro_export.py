@@ -16,8 +16,10 @@ from keras_relrec.export import micro
 from keras_relrec.export import run_sequence
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.layers import CoupledLSTMCell
+from keras_relrec.layers import LocalRecurrence
 from keras_relrec.layers import PeepholeLSTMCell
 from keras_relrec.layers import RelationalMemoryCell
+from keras_relrec.layers import SegmentCacheTransformer
 from keras_relrec.layers import TransformerXL
 
 ATOL = 1e-5
@@ -106,7 +108,8 @@ def test_an_op_tflite_micro_lacks_fails_the_export_naming_op_and_layer(tmp_path)
     model = keras.Model(inputs, backbone(inputs))
     path = tmp_path / "txl.tflite"
     with pytest.raises(ExportError, match=r"layer 'backbone' \(TransformerXL\) needs the op \w+, which "
-                                          "TensorFlow Lite for Microcontrollers lacks"):
+                                          "TensorFlow Lite for Microcontrollers lacks; export for "
+                                          "target='litert', which runs every builtin op$"):
         export_tflite(model, path, target="micro")
     assert not path.exists()
     # The same model's LiteRT file is fine; `compatibility` says TFLM's no,
@@ -115,6 +118,32 @@ def test_an_op_tflite_micro_lacks_fails_the_export_naming_op_and_layer(tmp_path)
     export_tflite(model, path)
     verdict = micro.compatibility(path.read_bytes())
     assert not verdict["runs"] and re.search(r"the op [A-Z_0-9]+", verdict["reason"]), verdict
+
+
+LACKS = r"needs the op {op}, which TensorFlow Lite for Microcontrollers lacks; "
+
+
+def test_a_sort_behind_a_mask_says_to_give_the_layer_no_mask(tmp_path):
+    inputs = keras.Input((6, 3), name="sequence")
+    local = LocalRecurrence(keras.layers.GRUCell(4), window_size=3, name="local")
+    model = keras.Model(inputs, local(keras.layers.Masking(0.0)(inputs)))
+    with pytest.raises(ExportError, match=r"^layer 'local' \(LocalRecurrence\) " + LACKS.format(op="TOPK_V2")
+                       + r"the layer sorts the valid steps of its mask to the front with it: give it no mask "
+                       r"\(no Masking or mask_zero before it, so that padding counts as steps\), or export for "
+                       r"target='litert'$"):
+        export_tflite(model, tmp_path / "local.tflite", target="micro", streaming=True)
+
+
+def test_the_segment_cache_recall_says_to_use_a_fifo_memory(tmp_path):
+    inputs = keras.Input((6, 4), name="features")
+    cache = SegmentCacheTransformer(num_layers=1, num_heads=1, head_size=4, hidden_dim=4, intermediate_dim=4,
+                                    segment_len=3, num_slots=2, top_k=1, name="cache")
+    model = keras.Model(inputs, cache(inputs))
+    with pytest.raises(ExportError, match=r"^layer 'cache' \(SegmentCacheTransformer\) "
+                       + LACKS.format(op="TOPK_V2") + r"it is the segment cache's recall of its top_k segments: "
+                       r"give SegmentRecurrence memory=FifoMemory\(mem_len\) \(a TransformerXL\) instead, or "
+                       r"export for target='litert'$"):
+        export_tflite(model, tmp_path / "cache.tflite", target="micro", streaming=True)
 
 
 def test_the_command_line_exports_for_micro_and_inspect_reports_it(tmp_path):

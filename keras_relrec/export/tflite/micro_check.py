@@ -1,7 +1,8 @@
 """The micro target's check of a converted file: whether it runs in
 TensorFlow Lite for Microcontrollers (TFLM) and the tensor arena it needs,
 found in the `tflite-micro` interpreter (extra `[micro]`), the same C++
-runtime that runs on the chip. An op TFLM lacks is named with its layer.
+runtime that runs on the chip. An op TFLM lacks is named with its layer and
+what to change.
 """
 
 import json
@@ -14,6 +15,7 @@ import tempfile
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.runtime import micro_probe
 from keras_relrec.export.runtime import tflite_inspect
+from keras_relrec.layers.transformer_xl.segment_recurrence import SegmentRecurrence
 
 
 def missing_ops(message):
@@ -31,8 +33,25 @@ def _refusal(content, message, plan):
     names = " ".join(tflite_inspect.op_outputs(content).get(op, []))
     where = plan.culprit(names) if plan is not None else "the model"
     if missing:
-        return f"{where} needs the op {op}, which TensorFlow Lite for Microcontrollers lacks"
+        layer = plan.layer_in_scope(names) if plan is not None else None
+        return (f"{where} needs the op {op}, which TensorFlow Lite for Microcontrollers lacks; "
+                f"{_without(op, names, layer)}")
     return f"{where} uses the op {op} in a way TensorFlow Lite for Microcontrollers does not run: {message}"
+
+
+def _without(op, names, layer):
+    """What to change so that the file needs no `op`: for the ops that this
+    package's layers are known to need, the option that avoids it; `names`,
+    the op's output tensors, tell where it comes from."""
+    # TensorFlow's argsort is a top-k, in its own name scope:
+    # `ops.valid_steps_first` sorts a mask's valid steps to the front.
+    if op == "TOPK_V2" and "argsort/" in names:
+        return ("the layer sorts the valid steps of its mask to the front with it: give it no mask (no Masking "
+                "or mask_zero before it, so that padding counts as steps), or export for target='litert'")
+    if op == "TOPK_V2" and isinstance(layer, SegmentRecurrence):
+        return ("it is the segment cache's recall of its top_k segments: give SegmentRecurrence "
+                "memory=FifoMemory(mem_len) (a TransformerXL) instead, or export for target='litert'")
+    return "export for target='litert', which runs every builtin op"
 
 
 def check(content, plan=None):
