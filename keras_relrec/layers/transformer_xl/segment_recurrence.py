@@ -199,11 +199,7 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
     def build(self, input_shape):
         rank = 2 if self.vocabulary_size is not None else 3
         if len(input_shape) != rank or (rank == 3 and input_shape[-1] != self.hidden_dim):
-            expected = "(batch, steps) token ids" if rank == 2 else f"(batch, steps, {self.hidden_dim})"
-            raise ValueError(
-                f"{type(self).__name__} expects inputs {expected}; received input of shape "
-                f"{tuple(input_shape)}."
-            )
+            raise ValueError(self._wrong_input(tuple(input_shape)))
         self.input_spec = keras.layers.InputSpec(ndim=rank, axes={} if rank == 2 else {-1: self.hidden_dim})
         if self.embedding is not None:
             self.embedding.build(input_shape)
@@ -217,6 +213,22 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
                 )
             state_variables.create(self, batch)
 
+    def _wrong_input(self, shape):
+        """What is wrong with inputs of `shape`, and which argument to change."""
+        name, features = type(self).__name__, f"(batch, steps, {self.hidden_dim})"
+        if self.vocabulary_size is not None:
+            return (
+                f"{name} expects inputs (batch, steps) token ids; received input of shape {shape} with "
+                f"vocabulary_size={self.vocabulary_size}. Give token ids, or leave vocabulary_size out to take "
+                f"{features} features."
+            )
+        fix = {
+            2: f" with vocabulary_size=None. Pass vocabulary_size=... to embed token ids, or give {features} features.",
+            3: f". Give {self.hidden_dim} features a step (hidden_dim), e.g. through "
+               f"keras.layers.Dense({self.hidden_dim}).",
+        }.get(len(shape), ".")
+        return f"{name} expects inputs {features}; received input of shape {shape}{fix}"
+
     def _build_segment(self):
         """Builds what runs on a segment (batch, segment_len, hidden_dim)."""
         for block in self.blocks:
@@ -228,7 +240,7 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
                                 initializer=clone_initializer(self.relative_bias_initializer, name))
                 for name in ("content_bias", "position_bias")
             )
-        self._memory.build((None, self.segment_len, self.hidden_dim))
+        self._memory.build_parts((None, self.segment_len, self.hidden_dim))
 
     def streaming_state_specs(self):
         """[(name, shape without batch, dtype)] of the states: the memory
@@ -316,11 +328,17 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
         the first `steps` positions (an int, or a scalar tensor) belong to
         the sequence and the rest pads it: (outputs, states)."""
         arguments = self._memory.read(hidden, mask, states, self._stack(mask, training), training)
+        if len(arguments) != self.num_layers:
+            raise ValueError(
+                f"The memory policy {type(self._memory).__name__}.read must return one dict of call arguments "
+                f"per block ({self.num_layers}; an empty dict: no memory); it returned {len(arguments)}."
+            )
         layer_inputs = []
         for block, memory in zip(self.blocks, arguments):
             layer_inputs.append(hidden)
             result = block(hidden, mask=mask, relative_biases=self._relative_biases(), training=training, **memory)
-            hidden = result[0] if memory else result
+            # With a memory, a block returns its next memory too.
+            hidden = result if memory.get("memory") is None else result[0]
         return hidden, self._memory.update(states, layer_inputs, hidden, mask, steps)
 
     def _masked_segment(self, hidden, mask, states, steps, training):
@@ -423,7 +441,6 @@ def _as_policy(memory):
             f"keras_relrec.layers.SegmentCache) or its config; received {memory!r}."
         )
     return memory
-
 
 
 def _describe(policy):

@@ -76,6 +76,24 @@ class PreviousSegment(MemoryPolicy):
             update_memory(states[-1], self.segment_valid(outputs, mask))]
 
 
+@pytest.mark.parametrize(("layer", "inputs", "message"), [
+    (dict(mem_len=4), keras.Input((None,), dtype="int32"),
+     r"^TransformerXL expects inputs \(batch, steps, 6\); received input of shape \(None, None\) with "
+     r"vocabulary_size=None\. Pass vocabulary_size=\.\.\. to embed token ids, or give \(batch, steps, 6\) "
+     r"features\.$"),
+    (dict(mem_len=4), keras.Input((None, 5)),
+     r"^TransformerXL expects inputs \(batch, steps, 6\); received input of shape \(None, None, 5\)\. Give 6 "
+     r"features a step \(hidden_dim\), e\.g\. through keras\.layers\.Dense\(6\)\.$"),
+    (dict(mem_len=4, vocabulary_size=11), keras.Input((None, D)),
+     r"^TransformerXL expects inputs \(batch, steps\) token ids; received input of shape \(None, None, 6\) "
+     r"with vocabulary_size=11\. Give token ids, or leave vocabulary_size out to take \(batch, steps, 6\) "
+     r"features\.$"),
+], ids=["token_ids_without_vocabulary", "features_of_another_width", "features_with_a_vocabulary"])
+def test_inputs_of_the_wrong_kind_say_which_argument_to_change(layer, inputs, message):
+    with pytest.raises(ValueError, match=message):
+        TransformerXL(**BACKBONE, **layer)(inputs)
+
+
 def test_a_policy_from_outside_runs_in_the_loop():
     x = np.random.default_rng(1).normal(size=(2, 4 * L, D)).astype("float32")
     mask = np.ones(x.shape[:2], bool)
