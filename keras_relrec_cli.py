@@ -4,7 +4,7 @@
                  [--quantize {float16,dynamic_int8,int8} --calibration DATA.npy|DATA.npz]
                  [--saved-model DIR] [--fixed-length]
                  [--target {litert,micro,accelerator} --batch-size N --length T]
-                 [--float-io] [--runtime VERSION]
+                 [--float-io] [--runtime VERSION] [--unsafe]
     keras-relrec inspect OUT.tflite
     keras-relrec demo [--tiny] [--output-dir DIR]     (the job of `make demo`)
 
@@ -58,6 +58,11 @@ def _parser():
     )
     export.add_argument("--runtime", help="the oldest TF Lite runtime the file must run in, e.g. 2.14")
     export.add_argument("--length", type=int, help="a fixed sequence length for the serve signature")
+    export.add_argument(
+        "--unsafe", action="store_true",
+        help="load the model with safe_mode=False, for a file that holds Python code (a Lambda layer): "
+        "that code runs, so give only files you trust",
+    )
     inspect = commands.add_parser("inspect", help="describe a .tflite file")
     inspect.add_argument("tflite", help="a .tflite file")
     # Its arguments (--tiny, --output-dir DIR) are keras_relrec.demo's own.

@@ -19,10 +19,21 @@ from keras_relrec.export.tflite import micro_check
 from keras_relrec.export.tflite.converter import export_tflite
 
 
-def _load(path):
+def _load(path, unsafe=False):
+    """The model in the .keras file at `path`; with `unsafe`, loaded with
+    safe_mode=False (it may run Python code from the file), after a warning."""
+    if unsafe:
+        print(f"keras-relrec: warning: --unsafe loads {path} with safe_mode=False, which runs any Python code the "
+              "file holds; give it only files you trust", file=sys.stderr)
     try:
-        return keras.saving.load_model(path, safe_mode=True)
+        return keras.saving.load_model(path, safe_mode=not unsafe)
     except Exception as error:  # a corrupt or foreign file
+        # Keras' refusal of code (a Lambda's function) names the argument.
+        if "safe_mode=False" in str(error):
+            raise ExportError(
+                f"cannot load {path} in safe mode: it holds Python code (such as a Lambda layer's function), "
+                "which Keras runs only with safe_mode=False; if you trust the file, give --unsafe"
+            ) from None
         reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
         raise ExportError(f"cannot load {path}: {reason}") from None
 
@@ -34,7 +45,7 @@ def _calibration(path):
 
 
 def _export(args):
-    model = _load(args.model)
+    model = _load(args.model, args.unsafe)
     if args.saved_model:
         written = export_saved_model(model, args.saved_model, dynamic_length=not args.fixed_length)
         print(f"wrote {args.saved_model} (endpoints: {', '.join(written)})")

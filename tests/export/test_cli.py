@@ -24,6 +24,8 @@ def saved(tmp_path_factory):
     pooled.save(folder / "pooled.keras")
     odd = keras.Model(inputs, Erfinv(name="odd_math")(h))
     odd.save(folder / "odd.keras")
+    doubled = keras.Model(inputs, keras.layers.Lambda(lambda x: 2.0 * x, name="double")(h))
+    doubled.save(folder / "lambda.keras")
     a, b = keras.Input((None, 3), name="left"), keras.Input((None, 2), name="right")
     joined = keras.layers.Concatenate()([a, b])
     two = keras.Model([a, b], keras.layers.LSTM(4)(joined))
@@ -86,14 +88,26 @@ def test_export_quantized_with_calibration(saved, capsys, tmp_path, model):
         (["inspect", "{saved}/ok.keras"], "not a readable .tflite file"),
         (["export", "{saved}/ok.keras", "--saved-model", "{saved}/a_file/sm"], "cannot write the SavedModel"),
         (["export", "{saved}/ok.keras", "--tflite", "{saved}/a_file/x.tflite"], "Not a directory"),
+        (["export", "{saved}/lambda.keras", "--tflite", "{saved}/x.tflite"],
+         "cannot load {saved}/lambda.keras in safe mode: it holds Python code (such as a Lambda layer's function), "
+         "which Keras runs only with safe_mode=False; if you trust the file, give --unsafe"),
     ],
 )
 def test_failures_exit_non_zero_with_one_line(saved, capsys, argv, reason):
-    argv = [a.format(saved=saved) for a in argv]
+    argv, reason = [a.format(saved=saved) for a in argv], reason.format(saved=saved)
     code, out, err = run(argv, capsys)
     assert code == 1
     assert err.count("\n") == 1 and err.startswith("keras-relrec: error: ")
     assert reason in err
+
+
+def test_unsafe_loads_a_file_with_python_code_and_warns(saved, capsys, tmp_path):
+    out_path = tmp_path / "lambda.tflite"
+    code, out, err = run(["export", str(saved / "lambda.keras"), "--tflite", str(out_path), "--unsafe"], capsys)
+    assert code == 0, err
+    assert err == (f"keras-relrec: warning: --unsafe loads {saved / 'lambda.keras'} with safe_mode=False, which "
+                   "runs any Python code the file holds; give it only files you trust\n")
+    assert out.startswith(f"wrote {out_path}")
 
 
 def test_console_script_is_installed(saved):
