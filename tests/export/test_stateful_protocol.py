@@ -16,6 +16,7 @@ from keras_relrec.export import plan_export
 from keras_relrec.export import run_sequence
 from keras_relrec.export import run_streaming
 from keras_relrec.layers import PeepholeLSTMCell
+from keras_relrec.layers import TransformerXL
 from tests.export.saved_model_stream import stream_saved_model
 from tests.export.saved_model_stream import ungated_state_reads
 
@@ -178,3 +179,38 @@ def test_a_masked_cell_whose_output_is_not_its_state_carries_its_output(tmp_path
     np.testing.assert_allclose(
         run_streaming(tmp_path / "step.tflite", x)["output"], model.predict(x, verbose=0), atol=ATOL
     )
+
+
+def test_the_plan_prints_as_a_summary():
+    inputs = keras.Input((None, 3), name="sequence")
+    hidden = keras.layers.LSTM(4, return_sequences=True, name="lstm")(keras.layers.Masking(0.0)(inputs))
+    plan = plan_export(keras.Model(inputs, keras.layers.Dense(2, name="head")(hidden)))
+    assert str(plan) == repr(plan) == (
+        "ExportPlan\n"
+        "  inputs:\n"
+        "    sequence: (None, None, 3) float32\n"
+        "  outputs: 1\n"
+        "  stateful layers:\n"
+        "    lstm (LSTM): lstm_state_0 (None, 4) float32, lstm_state_1 (None, 4) float32\n"
+        "  sequence mode: lstm in the builtins-only loop\n"
+        "  streaming: yes, one frame a step"
+    )
+    pooled = plan_export(keras.Model(inputs, keras.layers.GlobalAveragePooling1D(name="pool")(hidden)))
+    lines = str(pooled).splitlines()
+    assert lines[-1] == f"  streaming: no, {pooled.streaming_refusal}"
+    assert lines[-1].startswith("  streaming: no, layer 'pool' (GlobalAveragePooling1D) is not known to act")
+    protocol = plan_export(keras.Model(inputs, CausalConvolution(2, 3, name="conv")(inputs)))
+    assert str(protocol).splitlines()[-4:] == [
+        "  stateful layers:",
+        "    conv (CausalConvolution): conv_window (None, 2, 3) float32",
+        "  sequence mode: no loop",
+        "  streaming: yes, one frame a step",
+    ]
+    features = keras.Input((None, 4), name="features")
+    segments = TransformerXL(num_layers=1, num_heads=1, head_size=4, hidden_dim=4, intermediate_dim=4,
+                             segment_len=2, mem_len=2, name="txl")
+    assert str(plan_export(keras.Model(features, segments(features)))).splitlines()[-3:] == [
+        "    txl (TransformerXL): txl_memory_0 (None, 2, 4) float32, txl_memory_mask (None, 2) float32",
+        "  sequence mode: no loop",
+        "  streaming: yes, 2 frames a step (a chunk)",
+    ]

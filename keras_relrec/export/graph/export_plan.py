@@ -92,6 +92,8 @@ class StatefulNode:
 @dataclasses.dataclass(frozen=True)
 class ExportPlan:
     """What exporting a model needs; build it with `plan_export(model)`.
+    Printed, it is a summary: inputs, stateful layers and their states,
+    whether the model streams and, if not, why.
 
     inputs: {signature name: symbolic `keras.Input` tensor}, in order.
     num_outputs: how many output tensors the model returns.
@@ -116,6 +118,35 @@ class ExportPlan:
     streaming_refusal: str | None
     chunk_length: int | None = None
     layers: tuple = ()
+
+    def __str__(self):
+        """A summary, one line each: the inputs, the stateful layers with
+        their states, the loop of sequence mode, and whether (and by how many
+        frames) the model streams, or why not."""
+
+        def spec(shape, dtype):
+            return f"{tuple(shape)} {getattr(dtype, 'name', dtype)}"
+
+        lines = ["ExportPlan", "  inputs:"]
+        lines += [f"    {name}: {spec(tensor.shape, tensor.dtype)}" for name, tensor in self.inputs.items()]
+        lines.append(f"  outputs: {self.num_outputs}")
+        lines.append("  stateful layers:" if self.stateful else "  stateful layers: none")
+        for node in self.stateful:
+            states = ", ".join(f"{name} {spec(s.shape.as_list(), s.dtype)}" for name, s in node.state_specs.items())
+            lines.append(f"    {node.layer.name} ({type(node.layer).__name__}): {states}")
+        loop = ", ".join(layer.name for layer in self.recurrent)
+        lines.append(f"  sequence mode: {loop} in the builtins-only loop" if loop else "  sequence mode: no loop")
+        if not self.can_stream:
+            lines.append(f"  streaming: no, {self.streaming_refusal}")
+        elif self.chunk_length is None:
+            lines.append("  streaming: yes, one frame a step")
+        else:
+            lines.append(f"  streaming: yes, {self.chunk_length} frames a step (a chunk)")
+        return "\n".join(lines)
+
+    # The summary in an interactive session too: the fields hold symbolic
+    # tensors and layers, whose own reprs say little.
+    __repr__ = __str__
 
     def layer_in_scope(self, text):
         """The layer whose name scope appears first in `text` (op or tensor
