@@ -9,6 +9,72 @@ HERE = pathlib.Path(__file__).parent
 VERSION = {}
 exec((HERE / "keras_relrec" / "version.py").read_text(), VERSION)
 
+EXTRAS = {
+    # One TensorFlow or the other: `[export]` brings no TensorFlow, so it
+    # installs beside the `tensorflow` (GPU) or `tensorflow-cpu` already
+    # there without pulling in the second one.
+    "tensorflow": ["tensorflow>=2.21,<2.22"],
+    "tensorflow-cpu": ["tensorflow-cpu>=2.21,<2.22"],
+    "jax": ["jax>=0.10.2,<0.11"],
+    "export": ["ai-edge-litert>=2.3,<3"],
+    # tensorflow-datasets imports these while preparing a data set.
+    "datasets": [
+        "aeon>=1.6,<2",
+        "tensorflow-datasets>=4.9.10,<5",
+        "importlib_resources>=6",
+        "dill>=0.3.8",
+    ],
+    "kmeans": ["scikit-learn>=1.5,<2"],
+    # export(target="micro") runs the file in TFLite Micro's own
+    # interpreter (published as dated development builds only).
+    "micro": ["tflite-micro>=0.dev20261023182759", "pyyaml>=6"],
+    # keras_relrec.tuning: keras-tuner imports tensorboard before every
+    # trial on the TensorFlow backend (tensorflow-cpu does not bring it);
+    # BayesianOptimization needs scikit-learn.
+    "tuning": ["keras-tuner>=1.4.8,<1.5", "tensorboard>=2.21,<2.22", "scikit-learn>=1.5,<2"],
+    "tutorials": [
+        "ai-edge-litert>=2.3,<3",
+        "aeon>=1.6,<2",
+        "scikit-learn>=1.5,<2",
+        "matplotlib>=3.8",
+    ],
+    # The documentation site (make docs): MkDocs with the Material theme,
+    # the API pages from the docstrings by mkdocstrings' Python handler
+    # (griffe, published as griffelib).
+    "docs": [
+        "mkdocs>=1.6,<2",
+        "mkdocs-material>=9.5,<10",
+        "pymdown-extensions>=10,<14",
+        "mkdocstrings>=1.0,<2",
+        "mkdocstrings-python>=2.0,<3",
+        "griffelib>=2.4,<3",
+    ],
+    "test": [
+        "tensorflow-cpu>=2.21,<2.22",
+        "jax>=0.10.2,<0.11",
+        "ai-edge-litert>=2.3,<3",
+        "aeon>=1.6,<2",
+        "scikit-learn>=1.5,<2",
+        "matplotlib>=3.8",
+        "tensorflow-datasets>=4.9.10,<5",
+        "importlib_resources>=6",
+        "dill>=0.3.8",
+        "keras-tuner>=1.4.8,<1.5",
+        "tensorboard>=2.21,<2.22",
+        "tflite-micro>=0.dev20261023182759",
+        "pyyaml>=6",
+        # pytest-xdist 3.8's `--dist loadgroup` (make test) cannot group
+        # tests under pytest 9.2, which stores node ids otherwise.
+        "pytest>=8,<9.2",
+        "pytest-xdist>=3.5",
+        "ruff>=0.15",
+    ],
+}
+# Every optional feature: all but the TensorFlow build (take `tensorflow` or
+# `tensorflow-cpu` beside it), the tests and the documentation's tools.
+EXTRAS["all"] = sorted({requirement for name in ("jax", "export", "datasets", "kmeans", "micro", "tuning", "tutorials")
+                         for requirement in EXTRAS[name]})
+
 setup(
     name="keras_relrec",
     version=VERSION["__version__"],
@@ -34,56 +100,7 @@ setup(
         "keras>=3.15.1,<3.16",
         "numpy>=1.26",
     ],
-    extras_require={
-        # One TensorFlow or the other: `[export]` brings no TensorFlow, so it
-        # installs beside the `tensorflow` (GPU) or `tensorflow-cpu` already
-        # there without pulling in the second one.
-        "tensorflow": ["tensorflow>=2.21,<2.22"],
-        "tensorflow-cpu": ["tensorflow-cpu>=2.21,<2.22"],
-        "jax": ["jax>=0.10.2,<0.11"],
-        "export": ["ai-edge-litert>=2.3,<3"],
-        # tensorflow-datasets imports these while preparing a data set.
-        "datasets": [
-            "aeon>=1.6,<2",
-            "tensorflow-datasets>=4.9.10,<5",
-            "importlib_resources>=6",
-            "dill>=0.3.8",
-        ],
-        "kmeans": ["scikit-learn>=1.5,<2"],
-        # export(target="micro") runs the file in TFLite Micro's own
-        # interpreter (published as dated development builds only).
-        "micro": ["tflite-micro>=0.dev20261023182759", "pyyaml>=6"],
-        # keras_relrec.tuning: keras-tuner imports tensorboard before every
-        # trial on the TensorFlow backend (tensorflow-cpu does not bring it);
-        # BayesianOptimization needs scikit-learn.
-        "tuning": ["keras-tuner>=1.4.8,<1.5", "tensorboard>=2.21,<2.22", "scikit-learn>=1.5,<2"],
-        "tutorials": [
-            "ai-edge-litert>=2.3,<3",
-            "aeon>=1.6,<2",
-            "scikit-learn>=1.5,<2",
-            "matplotlib>=3.8",
-        ],
-        "test": [
-            "tensorflow-cpu>=2.21,<2.22",
-            "jax>=0.10.2,<0.11",
-            "ai-edge-litert>=2.3,<3",
-            "aeon>=1.6,<2",
-            "scikit-learn>=1.5,<2",
-            "matplotlib>=3.8",
-            "tensorflow-datasets>=4.9.10,<5",
-            "importlib_resources>=6",
-            "dill>=0.3.8",
-            "keras-tuner>=1.4.8,<1.5",
-            "tensorboard>=2.21,<2.22",
-            "tflite-micro>=0.dev20261023182759",
-            "pyyaml>=6",
-            # pytest-xdist 3.8's `--dist loadgroup` (make test) cannot group
-            # tests under pytest 9.2, which stores node ids otherwise.
-            "pytest>=8,<9.2",
-            "pytest-xdist>=3.5",
-            "ruff>=0.15",
-        ],
-    },
+    extras_require=EXTRAS,
     entry_points={
         "console_scripts": ["keras-relrec=keras_relrec_cli:main"],
     },
