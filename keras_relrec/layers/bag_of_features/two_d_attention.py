@@ -77,7 +77,7 @@ class TwoDAttention(SameShapeAndMask, keras.layers.Layer):
 
     Attributes:
         tau: The τ weight. `attention_weights(inputs, mask=None)` returns
-        A for a batch.
+            A for a batch.
 
     Example:
 
