@@ -1,6 +1,7 @@
 # The README's commands: `make demo`, `make test` (the everyday tier) and
-# `make check` (what CI runs). Each creates .venv on first use and
-# (re)installs when setup.py, pyproject.toml or constraints.txt change.
+# `make check` (what CI runs); `make docs` builds the documentation site.
+# Each creates .venv on first use and (re)installs when setup.py,
+# pyproject.toml or constraints.txt change.
 # constraints.txt pins the exact versions tested. The tiers are pytest
 # markers (pyproject.toml): `make test` runs the tests marked neither
 # `check` nor `slow`, `make check` adds `check` and reruns `jax` on JAX,
@@ -19,7 +20,7 @@ REFERENCE := .venv-reference
 # worker.
 WORKERS ?= 2
 
-.PHONY: demo test check lint test-slow test-parity bench bench-ucr clean
+.PHONY: demo test check lint docs test-slow test-parity bench bench-ucr clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,12 +33,25 @@ $(VENV)/.installed-test: $(INSTALL_INPUTS) | $(PY)
 	$(PIP) install -c constraints.txt -e ".[test]"
 	touch $@
 
+# The documentation's tools (the `docs` extra), beside the test extras: the
+# site's build reads the package's sources and imports none of it.
+$(VENV)/.installed-docs: $(INSTALL_INPUTS) | $(PY)
+	$(PIP) install -c constraints.txt -e ".[docs]"
+	touch $@
+
 # The launcher keeps TensorFlow's log lines off the terminal.
 demo: $(VENV)/.installed-demo
 	$(PY) -m keras_relrec_cli demo
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
+
+# The documentation site (docs/, mkdocs.yml) into site/, offline. --strict:
+# a broken link or anchor, a page missing from the navigation, an API entry
+# that names nothing or a docstring griffe cannot read fails the build.
+# (The python blocks of the pages run in tests/test_docs.py.)
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
 
 # An older TF Lite runtime that deployed devices still carry, in its own
 # environment (its wheel is built against NumPy 1): the tests run exported
@@ -62,11 +76,12 @@ PARALLEL := -n $(WORKERS) --dist loadgroup
 test: lint
 	$(PYTEST) $(PARALLEL) -m "not slow and not check"
 
-# `make test`'s tests and every check that guards a promise of the README,
-# on TensorFlow; the backend-neutral ones again on JAX; the contract's
-# golden outputs and training steps again on TensorFlow's portable kernels
-# (oneDNN off, as on CPUs it does not tune for).
-check: lint $(OLD_RUNTIME)/.installed
+# `make test`'s tests and every check that guards a promise of the README
+# and the documentation, on TensorFlow; the backend-neutral ones again on
+# JAX; the contract's golden outputs and training steps again on
+# TensorFlow's portable kernels (oneDNN off, as on CPUs it does not tune
+# for); the documentation site built with --strict.
+check: lint docs $(OLD_RUNTIME)/.installed
 	$(PYTEST) $(PARALLEL) -m "not slow"
 	KERAS_BACKEND=jax $(PYTEST) $(PARALLEL) -m "jax and not slow"
 	TF_ENABLE_ONEDNN_OPTS=0 $(PYTEST) $(PARALLEL) -m "not slow" tests/contract/test_backends.py
@@ -114,4 +129,4 @@ bench-ucr: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_ucr.py --results-json benchmarks/ucr_results.json
 
 clean:
-	rm -rf $(VENV) $(REFERENCE) $(OLD_RUNTIME) demo_output build *.egg-info
+	rm -rf $(VENV) $(REFERENCE) $(OLD_RUNTIME) demo_output build site *.egg-info

@@ -34,7 +34,6 @@ CHECK = (
     "tests/tuning/",
     "tests/layers/relational/test_model_parallel.py",
     "tests/test_demo_and_benchmarks.py",
-    "tests/test_readme.py",
     "tests/test_tutorials.py",
 )
 

@@ -68,7 +68,7 @@ def test_call_time_inputs(entry):
     want = [np.asarray(o) for o in as_list(layer(x))]
     # The wrong rank once built. Inside keras.layers.RNN a cell sees one step
     # at a time: Keras' RNN slices a sequence of one axis too few before the
-    # cell can look at it, and fails in the backend (documented in README).
+    # cell can look at it, and fails in the backend (documented in docs/limits.md).
     for bad in wrong_ranks:
         if entry.is_cell and as_list(bad)[0].ndim < rank:
             with pytest.raises(Exception):  # noqa: B017

@@ -1,7 +1,7 @@
-"""The README's ModelParallel example, checked: the relational memory's
-qkv, MLP and gate kernels sharded over a "model" axis of two JAX host
-devices by a LayoutMap of their weight paths, with the outputs and an SGD
-step of the unsharded model.
+"""The ModelParallel example of docs/distribution.md, checked: the
+relational memory's qkv, MLP and gate kernels sharded over a "model" axis
+of two JAX host devices by a LayoutMap of their weight paths, with the
+outputs and an SGD step of the unsharded model.
 
 Usage: KERAS_BACKEND=jax XLA_FLAGS=--xla_force_host_platform_device_count=2 python model_parallel_worker.py
 Prints "ok" and the sharded weights' paths.
