@@ -71,4 +71,6 @@ from keras_relrec.export.runtime.litert_runner import run_sequence
 from keras_relrec.export.runtime.litert_runner import run_streaming
 from keras_relrec.export.runtime.tflite_inspect import summarize as inspect_tflite
 from keras_relrec.export.saved_model import export_saved_model
+from keras_relrec.export.tflite import accelerator  # 0.2 named these two `export.accelerator`, `export.quantization`
+from keras_relrec.export.tflite import quantization
 from keras_relrec.export.tflite.converter import export_tflite

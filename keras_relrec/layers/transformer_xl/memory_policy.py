@@ -15,7 +15,7 @@ class MemoryPolicy(keras.layers.Layer):
     cell the step.
 
     A policy belongs to one recurrence, which calls `configure` from its
-    constructor with its geometry; then
+    constructor with its geometry and `build_parts` from its `build`; then
 
     - `state_specs()`: [(name, shape without batch, dtype)] of the states;
     - `read(hidden, mask, states, stack, training)`: for a segment
@@ -50,7 +50,18 @@ class MemoryPolicy(keras.layers.Layer):
         self.num_layers, self.segment_len, self.hidden_dim = num_layers, segment_len, hidden_dim
         # The policy computes in its recurrence's dtype, whatever it was made with.
         self.dtype_policy = dtype_policy
-        self.state_dtype = self.compute_dtype
+
+    @property
+    def state_dtype(self):
+        """The dtype of the states but the masks: the compute dtype."""
+        return self.compute_dtype
+
+    def build_parts(self, segment_shape):
+        """Builds the policy's weights, for segments of `segment_shape`,
+        under its recurrence's name scope: a policy's own `build` would put
+        its name in their paths, and 0.2 saved the cache's summary as the
+        recurrence's."""
+        self.built = True
 
     def get_build_config(self):
         # Its recurrence configures and builds it: a config restores the

@@ -68,7 +68,7 @@ class SegmentCache(MemoryPolicy):
         self.summary_kind = validation.check_choice("summary", summary, KINDS)
         if summary_dim is not None:
             validation.check_positive_int("summary_dim", summary_dim)
-        self.summary_layers = summary_layers
+        self.summary_layers = validation.check_positive_int("summary_layers", summary_layers)
         self.relevance_weighting = validation.check_bool("relevance_weighting", relevance_weighting)
         self.explore_recall = validation.check_bool("explore_recall", explore_recall)
         self.seed = validation.check_seed(seed)
@@ -94,8 +94,9 @@ class SegmentCache(MemoryPolicy):
     def summary_dim(self):
         return self.summary.units
 
-    def build(self, segment_shape):
+    def build_parts(self, segment_shape):
         self.summary.build(segment_shape)
+        super().build_parts(segment_shape)
 
     def state_specs(self):
         slots, length, width = self.num_slots, self.segment_len, self.hidden_dim

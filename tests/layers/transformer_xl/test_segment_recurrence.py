@@ -101,3 +101,22 @@ def test_a_policy_from_outside_runs_in_the_loop():
     want, got = outputs_with_weights_of(TransformerXL(**BACKBONE, mem_len=L),
                                         SegmentRecurrence(**BACKBONE, memory=PreviousSegment()), x, mask)
     np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+class NoMemoryForAnyBlock(MemoryPolicy):
+    """`read` answers for no block: the loop must refuse it, not run none."""
+
+    def state_specs(self):
+        return []
+
+    def read(self, hidden, mask, states, stack, training):
+        return []
+
+    def update(self, states, layer_inputs, outputs, mask, steps):
+        return []
+
+
+def test_a_policy_must_answer_for_every_block():
+    layer = SegmentRecurrence(**BACKBONE, memory=NoMemoryForAnyBlock())
+    with pytest.raises(ValueError, match=r"one dict of call arguments per block \(2; .*returned 0"):
+        layer(np.zeros((1, L, D), "float32"))
