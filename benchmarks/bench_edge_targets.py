@@ -72,7 +72,7 @@ def test_data():
     x, y = nth_farthest(300, **card("nth_farthest_rmc")["task"], seed=12345)
     data["RMC (Nth farthest)"] = ("nth_farthest_rmc", {"sequence": x}, y)
     digits = np.load(SAVED / "sequential_digits" / "test_digits.npz")
-    data["R-Transformer (digits)"] = ("sequential_digits", {"pixels": digits["pixels"][..., None]}, digits["labels"])
+    data["R-Transformer (digits)"] = ("sequential_digits", {"pixels": digits["pixels"]}, digits["labels"])
     motions = np.load(SAVED / "basic_motions" / "test_recordings.npz")
     data["DRRT (BasicMotions)"] = ("basic_motions", {k: motions[k] for k in ("accelerometer", "gyroscope")},
                                    motions["labels"])

@@ -192,6 +192,8 @@ def test_sequential_digits_rtransformer_tiny(tmp_path):
     )
     for name in ("sequential_digits_rtransformer.keras", "sequential_digits_rtransformer.tflite", "test_digits.npz"):
         assert (saved / name).is_file()
+    # The shipped digits are what the model takes, (batch, 64, 1).
+    assert np.load(saved / "test_digits.npz")["pixels"].shape[1:] == (64, 1)
 
 
 def test_basic_motions_drrt_tiny(tmp_path):

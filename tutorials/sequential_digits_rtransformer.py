@@ -238,7 +238,7 @@ def save(model, run, test, args, argv, folder):
     name = stem(args)
     model.save(folder / f"{name}.keras")
     x, y = test
-    np.savez_compressed(folder / "test_digits.npz", pixels=x[..., 0], labels=y)
+    np.savez_compressed(folder / "test_digits.npz", pixels=x, labels=y)
     export.export_saved_model(model, folder / f"{name}_savedmodel")
     export.export_tflite(model, folder / f"{name}.tflite")
     card = {

@@ -11,6 +11,7 @@ import pytest
 
 from tests.savedmodels.formats import accuracy
 from tests.savedmodels.formats import keras_logits
+from tests.savedmodels.formats import run_card_use
 from tests.savedmodels.formats import saved_model_logits
 from tests.savedmodels.formats import tflite_logits
 
@@ -38,3 +39,8 @@ def test_saved_model_agrees(reference):
 
 def test_tflite_agrees(reference):
     np.testing.assert_allclose(tflite_logits(FOLDER, STEM, FEED), reference, atol=1e-4)
+
+
+def test_the_cards_use_block_predicts(monkeypatch):
+    use = run_card_use(FOLDER, monkeypatch)
+    assert use["logits"].shape == (1, 4) and np.isfinite(use["logits"]).all()

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from keras_relrec.export import run_streaming
+from tests.savedmodels.formats import run_card_use
 from tests.savedmodels.formats import saved_model_logits
 from tests.savedmodels.formats import tflite_logits
 
@@ -51,3 +52,8 @@ def test_saved_model_and_tflite_agree(snippet, reference):
 def test_tflite_step_by_segment(snippet, reference):
     result = run_streaming(FOLDER / f"{STEM}_step.tflite", snippet)
     np.testing.assert_allclose(result["output"], reference, atol=1e-4)
+
+
+def test_the_cards_use_block_predicts(monkeypatch):
+    use = run_card_use(FOLDER, monkeypatch)
+    assert use["logits"].shape == (1, use["x"].shape[1], 256) and np.isfinite(use["logits"]).all()

@@ -12,6 +12,7 @@ from keras_relrec.datasets import load_japanese_vowels
 from tests.savedmodels.formats import accuracy
 from tests.savedmodels.formats import keras_logits
 from tests.savedmodels.formats import micro_logits
+from tests.savedmodels.formats import run_card_use
 from tests.savedmodels.formats import saved_model_logits
 from tests.savedmodels.formats import tflite_logits
 
@@ -47,3 +48,8 @@ def test_exports(test_split, reference, run):
     logits = run(test_split[0])
     np.testing.assert_allclose(logits, reference, atol=1e-4)
     assert accuracy(logits, test_split[1]) >= CARD["test_accuracy"] - ONE_UTTERANCE
+
+
+def test_the_cards_use_block_predicts(monkeypatch):
+    use = run_card_use(FOLDER, monkeypatch)
+    assert use["logits"].shape == (1, 9) and np.isfinite(use["logits"]).all()

@@ -12,6 +12,7 @@ from keras_relrec.datasets import synthetic_lob
 from tests.savedmodels.formats import accuracy
 from tests.savedmodels.formats import keras_logits
 from tests.savedmodels.formats import micro_logits
+from tests.savedmodels.formats import run_card_use
 from tests.savedmodels.formats import saved_model_logits
 from tests.savedmodels.formats import tflite_logits
 
@@ -46,3 +47,8 @@ def test_exports(test_windows, reference, run):
     logits = run(test_windows[0])
     np.testing.assert_allclose(logits, reference, atol=1e-4)
     assert accuracy(logits, test_windows[1]) >= CARD["test_accuracy"] - TIES
+
+
+def test_the_cards_use_block_predicts(monkeypatch):
+    use = run_card_use(FOLDER, monkeypatch)
+    assert use["logits"].shape == (1, 3) and np.isfinite(use["logits"]).all()

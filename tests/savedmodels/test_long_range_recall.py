@@ -13,6 +13,7 @@ import pytest
 
 from keras_relrec.export import run_streaming
 from tests.export.saved_model_stream import stream_saved_model
+from tests.savedmodels.formats import run_card_use
 from tests.savedmodels.formats import saved_model_logits
 
 FOLDER = pathlib.Path(__file__).parents[2] / "savedmodels" / "long_range_recall"
@@ -45,3 +46,8 @@ def test_saved_model_serve_and_step_agree(reference):
 def test_tflite_step_agrees(reference):
     result = run_streaming(FOLDER / f"{STEM}_step.tflite", FEATURES)
     np.testing.assert_allclose(result["output"], reference, atol=1e-4)
+
+
+def test_the_cards_use_block_predicts(monkeypatch):
+    use = run_card_use(FOLDER, monkeypatch)
+    assert use["logits"].shape == (1, 40, 16) and np.isfinite(use["logits"]).all()

@@ -11,6 +11,7 @@ import pytest
 from keras_relrec.datasets import nth_farthest
 from tests.savedmodels.formats import accuracy
 from tests.savedmodels.formats import keras_logits
+from tests.savedmodels.formats import run_card_use
 from tests.savedmodels.formats import saved_model_logits
 from tests.savedmodels.formats import tflite_logits
 
@@ -43,3 +44,8 @@ def test_tflite(fresh):
     logits = tflite_logits(FOLDER, STEM, x)
     assert accuracy(logits, y) >= CARD["test_accuracy"] - MARGIN
     np.testing.assert_allclose(logits, keras_logits(FOLDER, STEM, x), atol=1e-4)
+
+
+def test_the_cards_use_block_predicts(monkeypatch):
+    use = run_card_use(FOLDER, monkeypatch)
+    assert use["logits"].shape == (1, 3) and np.isfinite(use["logits"]).all()

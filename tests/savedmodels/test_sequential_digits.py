@@ -11,6 +11,7 @@ import pytest
 
 from tests.savedmodels.formats import accuracy
 from tests.savedmodels.formats import keras_logits
+from tests.savedmodels.formats import run_card_use
 from tests.savedmodels.formats import saved_model_logits
 from tests.savedmodels.formats import tflite_logits
 
@@ -18,7 +19,7 @@ FOLDER = pathlib.Path(__file__).parents[2] / "savedmodels" / "sequential_digits"
 STEM = "sequential_digits_rtransformer"
 CARD = json.loads((FOLDER / "card.json").read_text())
 DIGITS = np.load(FOLDER / "test_digits.npz")
-PIXELS = DIGITS["pixels"][..., None].astype("float32")
+PIXELS = DIGITS["pixels"]
 
 
 @pytest.fixture(scope="module")
@@ -38,3 +39,8 @@ def test_saved_model_agrees(reference):
 
 def test_tflite_agrees(reference):
     np.testing.assert_allclose(tflite_logits(FOLDER, STEM, PIXELS), reference, atol=1e-4)
+
+
+def test_the_cards_use_block_predicts(monkeypatch):
+    use = run_card_use(FOLDER, monkeypatch)
+    assert use["logits"].shape == (1, 10) and np.isfinite(use["logits"]).all()
