@@ -1,4 +1,7 @@
-"""Math that several layer families share, written with `keras.ops` only."""
+"""Math that several layer families share, written with `keras.ops` only.
+
+Internal: the layers' building blocks, not a public API (their names and
+arguments may change between releases)."""
 
 from keras_relrec.ops.codeword_similarity import codeword_logits
 from keras_relrec.ops.compression import asinh

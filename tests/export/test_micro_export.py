@@ -141,7 +141,8 @@ def test_the_segment_cache_recall_says_to_use_a_fifo_memory(tmp_path):
     model = keras.Model(inputs, cache(inputs))
     with pytest.raises(ExportError, match=r"^layer 'cache' \(SegmentCacheTransformer\) "
                        + LACKS.format(op="TOPK_V2") + r"it is the segment cache's recall of its top_k segments: "
-                       r"give SegmentRecurrence memory=FifoMemory\(mem_len\) \(a TransformerXL\) instead, or "
+                       r"use TransformerXL\(mem_len=\.\.\.\) \(SegmentRecurrence with memory=FifoMemory\) "
+                       r"instead, or "
                        r"export for target='litert'$"):
         export_tflite(model, tmp_path / "cache.tflite", target="micro", streaming=True)
 

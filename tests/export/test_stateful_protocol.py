@@ -203,7 +203,7 @@ def test_the_plan_prints_as_a_summary():
     assert str(protocol).splitlines()[-4:] == [
         "  stateful layers:",
         "    conv (CausalConvolution): conv_window (None, 2, 3) float32",
-        "  sequence mode: no loop",
+        "  sequence mode: no keras.layers.RNN (a layer that loops does so in its own call)",
         "  streaming: yes, one frame a step",
     ]
     features = keras.Input((None, 4), name="features")
@@ -211,6 +211,6 @@ def test_the_plan_prints_as_a_summary():
                              segment_len=2, mem_len=2, name="txl")
     assert str(plan_export(keras.Model(features, segments(features)))).splitlines()[-3:] == [
         "    txl (TransformerXL): txl_memory_0 (None, 2, 4) float32, txl_memory_mask (None, 2) float32",
-        "  sequence mode: no loop",
+        "  sequence mode: no keras.layers.RNN (a layer that loops does so in its own call)",
         "  streaming: yes, 2 frames a step (a chunk)",
     ]

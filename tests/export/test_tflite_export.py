@@ -164,7 +164,8 @@ class LastStep(keras.layers.Layer):
 # A head after the recurrent layer: what the refusal tells the user to do.
 SEQUENCE_OR_END_AT_THE_RECURRENT_LAYER = (
     r"export it in sequence mode \(streaming=False\), or stream the model without '{name}', ending at its "
-    r"recurrent layer \(the step returns that layer's output at each frame\), and apply '{name}' outside"
+    r"last recurrent \(stateful\) layer \(the step returns that layer's output at each frame\), and apply "
+    r"'{name}' outside"
 )
 HEADS = {
     "pooling": (lambda: keras.layers.GlobalAveragePooling1D(name="head"), ""),
@@ -190,8 +191,11 @@ def test_a_head_across_time_says_how_to_export(head, export, tmp_path):
             export_saved_model(model, tmp_path / "sm", streaming=True)
 
 
-def test_a_layer_across_time_before_the_recurrent_one_says_to_export_in_sequence_mode():
-    model = sequential(keras.layers.Conv1D(4, 3, name="conv"), keras.layers.LSTM(4))
+@pytest.mark.parametrize("before", [lambda: [], lambda: [keras.layers.LSTM(4, return_sequences=True)]],
+                         ids=["first", "between"])
+def test_a_layer_across_time_before_the_last_recurrent_one_says_to_export_in_sequence_mode(before):
+    # Between two recurrent layers too: streaming without it would cut the model.
+    model = sequential(*before(), keras.layers.Conv1D(4, 3, name="conv"), keras.layers.LSTM(4))
     with pytest.raises(ExportError, match=r"^layer 'conv' \(Conv1D\) is not known to act on each time step "
                                           r"alone, so the model cannot stream frame by frame; export it in "
                                           r"sequence mode \(streaming=False\)$"):

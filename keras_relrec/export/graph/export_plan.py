@@ -135,7 +135,8 @@ class ExportPlan:
             states = ", ".join(f"{name} {spec(s.shape.as_list(), s.dtype)}" for name, s in node.state_specs.items())
             lines.append(f"    {node.layer.name} ({type(node.layer).__name__}): {states}")
         loop = ", ".join(layer.name for layer in self.recurrent)
-        lines.append(f"  sequence mode: {loop} in the builtins-only loop" if loop else "  sequence mode: no loop")
+        lines.append(f"  sequence mode: {loop} in the builtins-only loop" if loop
+                     else "  sequence mode: no keras.layers.RNN (a layer that loops does so in its own call)")
         if not self.can_stream:
             lines.append(f"  streaming: no, {self.streaming_refusal}")
         elif self.chunk_length is None:
@@ -220,7 +221,8 @@ def plan_export(model):
     inputs = {_safe_name(keras_internals.input_layer_name(t)): t for t in graph.inputs}
     num_outputs = len(tree.flatten(model.outputs))
     recurrent, stateful, refusals, used_names, layers = [], [], [], set(), []
-    for item in model_graph.walk(model):
+    last_stateful = None
+    for position, item in enumerate(model_graph.walk(model)):
         op = item.operation
         layers.append(op)
         if recurrent_loop.is_recurrent(op):
@@ -230,7 +232,8 @@ def plan_export(model):
             continue
         streamer = _streamer(item)
         if streamer is None:
-            refusals.append(_per_step_refusal(item, after_stateful=bool(stateful)))
+            # Worded once the walk knows whether a stateful layer follows.
+            refusals.append((position, item))
             continue
         refusals.append(stateful_protocol.streaming_refusal(streamer))
         if item.calls > 1:
@@ -244,7 +247,13 @@ def plan_export(model):
             specs[name] = tf.TensorSpec([None] + list(shape), dtype, name=name)
         keeps_time = op.return_sequences if isinstance(op, keras.layers.RNN) else True
         stateful.append(StatefulNode(op, streamer, specs, keeps_time))
+        last_stateful = position
 
+    refusals = [
+        _per_step_refusal(r[1], after_last_stateful=last_stateful is not None and r[0] > last_stateful)
+        if isinstance(r, tuple) else r
+        for r in refusals
+    ]
     model_refusals = []
     if not stateful and not recurrent:
         model_refusals.append(
@@ -296,10 +305,11 @@ def _unique(name, used):
     return candidate
 
 
-def _per_step_refusal(item, after_stateful):
+def _per_step_refusal(item, after_last_stateful):
     """Why a stateless operation cannot run on one frame, and what to do
-    instead, or None. `after_stateful`: whether a stateful layer runs before
-    it in the graph, so that the model could stream without it."""
+    instead, or None. `after_last_stateful`: whether it runs after the
+    graph's last stateful layer, so that the model could stream without
+    it."""
     op = item.operation
     if isinstance(op, keras.layers.Layer):
         if isinstance(op, PER_STEP_LAYERS) or stateful_protocol.acts_per_step(op):
@@ -311,10 +321,10 @@ def _per_step_refusal(item, after_stateful):
         return None
     kind = "layer" if isinstance(op, keras.layers.Layer) else "operation"
     fixes = "export it in sequence mode (streaming=False)"
-    if after_stateful:
+    if after_last_stateful:
         fixes += (
-            f", or stream the model without '{op.name}', ending at its recurrent layer (the step returns that "
-            f"layer's output at each frame), and apply '{op.name}' outside"
+            f", or stream the model without '{op.name}', ending at its last recurrent (stateful) layer (the step "
+            f"returns that layer's output at each frame), and apply '{op.name}' outside"
         )
     if isinstance(op, keras.layers.Lambda):
         # A Lambda saves its function, not attributes set on it.

@@ -49,8 +49,8 @@ def _without(op, names, layer):
         return ("the layer sorts the valid steps of its mask to the front with it: give it no mask (no Masking "
                 "or mask_zero before it, so that padding counts as steps), or export for target='litert'")
     if op == "TOPK_V2" and isinstance(layer, SegmentRecurrence):
-        return ("it is the segment cache's recall of its top_k segments: give SegmentRecurrence "
-                "memory=FifoMemory(mem_len) (a TransformerXL) instead, or export for target='litert'")
+        return ("it is the segment cache's recall of its top_k segments: use TransformerXL(mem_len=...) "
+                "(SegmentRecurrence with memory=FifoMemory) instead, or export for target='litert'")
     return "export for target='litert', which runs every builtin op"
 
 
