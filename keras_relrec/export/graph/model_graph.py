@@ -97,7 +97,12 @@ def layer_in_scope(layers, text):
 def culprit(layers, text):
     """"layer '<name>' (<class>)" for the layer `layer_in_scope` finds in
     `text`, or "the model" when none is found."""
-    layer = layer_in_scope(layers, text)
+    return describe(layer_in_scope(layers, text))
+
+
+def describe(layer):
+    """"layer '<name>' (<class>)", or "the model" for None: how an export
+    error names the layer at fault."""
     return f"layer '{layer.name}' ({type(layer).__name__})" if layer is not None else "the model"
 
 

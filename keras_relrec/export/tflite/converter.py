@@ -235,7 +235,4 @@ def _conversion_reason(plan, error):
     lines = [line.strip() for line in text.splitlines() if "error:" in line]
     first = lines[0] if lines else (text.strip().splitlines() or [repr(error)])[0]
     first = first.rsplit("): ", 1)[-1]  # drop the location, keep the reason
-    layer = plan.layer_in_scope(text)
-    if layer is not None:
-        return f"layer '{layer.name}' ({layer.__class__.__name__}) does not convert to TFLite builtins: {first}"
-    return f"the model does not convert to TFLite builtins: {first}"
+    return f"{plan.culprit(text)} does not convert to TFLite builtins: {first}"

@@ -13,6 +13,7 @@ import sys
 import tempfile
 
 from keras_relrec.export.export_error import ExportError
+from keras_relrec.export.graph import model_graph
 from keras_relrec.export.runtime import micro_probe
 from keras_relrec.export.runtime import tflite_inspect
 from keras_relrec.layers.transformer_xl.segment_recurrence import SegmentRecurrence
@@ -31,9 +32,9 @@ def _refusal(content, message, plan):
         return f"the tflite-micro interpreter cannot run the file: {message}"
     op = (missing or failed)[0]
     names = " ".join(tflite_inspect.op_outputs(content).get(op, []))
-    where = plan.culprit(names) if plan is not None else "the model"
+    layer = plan.layer_in_scope(names) if plan is not None else None
+    where = model_graph.describe(layer)
     if missing:
-        layer = plan.layer_in_scope(names) if plan is not None else None
         return (f"{where} needs the op {op}, which TensorFlow Lite for Microcontrollers lacks; "
                 f"{_without(op, names, layer)}")
     return f"{where} uses the op {op} in a way TensorFlow Lite for Microcontrollers does not run: {message}"
