@@ -1,7 +1,8 @@
-"""The segment loop takes its memory as a policy: each preset is the loop
-with its policy (same weights, same numbers), a policy belongs to one
-layer, and a policy written outside the package runs in the loop. The
-presets' numbers against their equations: the other modules here."""
+"""The segment loop takes its memory as a policy: the loop with either
+policy against the equations in float64 NumPy (the reference the presets
+are held to, tests/layers/transformer_xl/numpy_reference.py), each preset
+is the loop with its policy (same weights, same numbers), a policy belongs
+to one layer, and a policy written outside the package runs in the loop."""
 
 import keras
 import numpy as np
@@ -14,6 +15,8 @@ from keras_relrec.layers import SegmentCacheTransformer
 from keras_relrec.layers import SegmentRecurrence
 from keras_relrec.layers import TransformerXL
 from keras_relrec.ops.relative_attention import update_memory
+from tests.layers.transformer_xl.numpy_reference import backbone_np
+from tests.layers.transformer_xl.numpy_reference import cache_np
 from tests.layers.transformer_xl.numpy_reference import random_weights
 
 L, D = 3, 6
@@ -120,3 +123,34 @@ def test_a_policy_must_answer_for_every_block():
     layer = SegmentRecurrence(**BACKBONE, memory=NoMemoryForAnyBlock())
     with pytest.raises(ValueError, match=r"one dict of call arguments per block \(2; .*returned 0"):
         layer(np.zeros((1, L, D), "float32"))
+
+
+class WithPolicySettings:
+    """`layer`'s attributes, and its memory policy's (mem_len, query,
+    summary, ...), as the NumPy reference reads a preset's."""
+
+    def __init__(self, layer):
+        self.layer = layer
+
+    def __getattr__(self, name):
+        try:
+            return getattr(self.layer, name)
+        except AttributeError:
+            return getattr(self.layer._memory, name)
+
+
+@pytest.mark.parametrize(("memory", "reference"), [
+    (lambda: FifoMemory(4), lambda model, x, valid: backbone_np(model, x, valid)),
+    (lambda: SegmentCache(3, 2, query="compute_first", summary="mlp"),
+     lambda model, x, valid: cache_np(model, x, valid)[0]),
+], ids=["fifo", "cache"])
+def test_matches_the_equations(memory, reference, precision):
+    layer = SegmentRecurrence(**BACKBONE, memory=memory(), tie_relative_biases=True)
+    layer(np.zeros((1, L, D), "float32"))
+    random_weights(layer, 5)
+    x = np.random.default_rng(2).normal(size=(2, 5 * L - 1, D))
+    valid = np.ones(x.shape[:2], bool)
+    valid[0, 3:6] = False  # a whole segment
+    valid[1, 7] = False
+    got = layer(precision.array(x), mask=valid)
+    precision.assert_close(got, reference(WithPolicySettings(layer), x, valid), atol=1e-5)
