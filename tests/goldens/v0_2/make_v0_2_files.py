@@ -1,7 +1,7 @@
 """Write the `.keras` files of keras_relrec 0.2 that later releases must load.
 
 Run once, from the repository root, at the 0.2 release (the tests only read
-what it wrote):
+what it wrote; a folder as argument writes there instead):
 
     KERAS_BACKEND=tensorflow PYTHONPATH=. .venv/bin/python tests/goldens/v0_2/make_v0_2_files.py
 
@@ -10,11 +10,14 @@ relative biases, `same_length`, `clamp_len`) and one around
 `SegmentCacheTransformer` (features, the causal query, the MLP summary,
 `explore_recall`, so that its seed generator is saved too), each with
 weights drawn from a fixed seed and biases that are not zero, and the
-inputs and outputs of each in `outputs.npz`. `tests/layers/transformer_xl/
+inputs and outputs of each in `outputs.npz`, the paths of its variables in
+`variable_paths.json`. `tests/layers/transformer_xl/
 test_files_of_0_2.py` loads the files and compares.
 """
 
+import json
 import pathlib
+import sys
 
 import keras
 import numpy as np
@@ -42,15 +45,19 @@ def models():
         np.random.default_rng(2).normal(size=(2, 14, 6)).astype("float32")
 
 
-def main():
-    arrays = {}
+def main(folder=FOLDER):
+    arrays, paths = {}, {}
     for name, model, inputs in models():
-        model.save(FOLDER / f"{name}.keras")
+        model.save(folder / f"{name}.keras")
         arrays[f"{name}_inputs"] = inputs
         arrays[f"{name}_outputs"] = model.predict(inputs, verbose=0)
-    np.savez(FOLDER / "outputs.npz", **arrays)
-    print("keras_relrec", keras_relrec.__version__, "wrote", sorted(arrays))
+        paths[name] = [variable.path for variable in model.weights]
+    np.savez(folder / "outputs.npz", **arrays)
+    # The variables' paths: what a LayoutMap, a SavedModel or an optimizer
+    # names them by.
+    (folder / "variable_paths.json").write_text(json.dumps(paths, indent=1) + "\n")
+    print("keras_relrec", keras_relrec.__version__, "wrote", sorted(arrays), "and the variable paths")
 
 
 if __name__ == "__main__":
-    main()
+    main(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else FOLDER)
