@@ -2,12 +2,14 @@
 
 import keras
 import numpy as np
+from keras import ops
 
 from keras_relrec.layers import TransformerXL
 from keras_relrec.utils import validation
 
 MODES = ("token", "segment")
 SAMPLINGS = ("greedy", "sample")
+JIT_COMPILE = ("auto", True, False)
 
 
 class _Step(keras.layers.Layer):
@@ -20,6 +22,90 @@ class _Step(keras.layers.Layer):
     def call(self, tokens, states):
         hidden, new_states = self.backbone.streaming_step(tokens, list(states))
         return [self.head(hidden), *new_states]
+
+
+class _Generation(keras.layers.Layer):
+    """prompt (batch, P), uniforms (batch, N), temperature (batch, 1) → the
+    N new tokens (batch, N): the prompt, then a loop over the new tokens,
+    all in one call so that the backend compiles it whole."""
+
+    def __init__(self, backbone, head, mode, sampling, top_k, **kwargs):
+        super().__init__(**kwargs)
+        self.backbone, self.head = backbone, head
+        self.mode, self.sampling, self.top_k = mode, sampling, top_k
+
+    def call(self, prompt, uniforms, temperature):
+        batch, length = prompt.shape
+        count = uniforms.shape[1]
+        states = list(self.backbone.get_initial_state(batch))
+        if self.mode == "token":
+            hidden, states = self.backbone.streaming_step(prompt, states)
+            carry = (self._last_logits(hidden), *states)
+        else:
+            carry = self._prompt_in_segments(prompt, states)
+
+        def body(index, carry):
+            tokens, logits, *rest = carry
+            token = self._choose(logits, ops.slice(uniforms, (0, index), (batch, 1)), temperature)
+            tokens = ops.slice_update(tokens, (0, index), token)
+            return (tokens, *self._advance(token, *rest))
+
+        tokens, *_ = ops.fori_loop(0, count, body, (ops.zeros((batch, count), "int32"), *carry))
+        return tokens
+
+    def _last_logits(self, hidden):
+        return self.head(hidden[:, -1:])[:, 0]
+
+    def _advance(self, token, *rest):
+        """After `token` (batch, 1): the next logits and what the loop carries."""
+        if self.mode == "token":
+            hidden, states = self.backbone.streaming_step(token, list(rest))
+            return (self._last_logits(hidden), *states)
+        pending, written, *states = rest
+        pending = ops.slice_update(pending, (0, written), token)
+        return self._run_pending(pending, written + 1, states)
+
+    def _prompt_in_segments(self, prompt, states):
+        """Segment mode: the prompt's whole segments go into the memories,
+        the rest is the segment being written (`pending`, `written` of it)."""
+        batch, length = prompt.shape
+        segment = self.backbone.segment_len
+        whole = length - length % segment
+        logits = None
+        if whole:
+            hidden, states = self.backbone.streaming_step(prompt[:, :whole], states)
+            logits = self._last_logits(hidden)
+        pending = ops.pad(prompt[:, whole:], [[0, 0], [0, segment - (length - whole)]])
+        written = ops.convert_to_tensor(length - whole, "int32")
+        if whole == length:
+            return (logits, pending, written, *states)
+        return self._run_pending(pending, written, states)
+
+    def _run_pending(self, pending, written, states):
+        """The segment being written, its first `written` positions valid,
+        from the memories of its start; a full one moves into them."""
+        batch, segment = pending.shape
+        mask = ops.broadcast_to(ops.arange(segment, dtype="int32")[None] < written, (batch, segment))
+        hidden, new_states = self.backbone.streaming_step(pending, states, mask=mask)
+        hidden = ops.slice(hidden, (0, written - 1, 0), (batch, 1, hidden.shape[-1]))
+        full = written == segment
+        states = [ops.where(full, new, old) for new, old in zip(new_states, states)]
+        return (self.head(hidden)[:, 0], pending, ops.where(full, 0, written), *states)
+
+    def _choose(self, logits, uniform, temperature):
+        """The next token (batch, 1): the argmax, or a draw from
+        softmax(logits / temperature) (over the top_k largest) by inverting
+        its cumulative distribution at `uniform`."""
+        if self.sampling == "greedy":
+            return ops.cast(ops.argmax(logits, axis=-1), "int32")[:, None]
+        dtype = "float64" if logits.dtype == "float64" else "float32"
+        scaled = ops.cast(logits, dtype) / ops.cast(temperature, dtype)
+        if self.top_k is not None:
+            kth = ops.top_k(scaled, self.top_k)[0][:, -1:]
+            scaled = ops.where(scaled < kth, ops.cast(-np.inf, dtype), scaled)
+        cumulative = ops.cumsum(ops.softmax(scaled, axis=-1), axis=-1)
+        below = ops.cast(cumulative < ops.cast(uniform, dtype) * cumulative[:, -1:], "int32")
+        return ops.minimum(ops.sum(below, axis=-1, keepdims=True), logits.shape[-1] - 1)
 
 
 class TransformerXLGenerator:
@@ -39,19 +125,30 @@ class TransformerXLGenerator:
       exactly what it saw in training; a full segment moves into the
       memories. Costs up to `segment_len` times more per token.
 
+    `generate` runs the prompt and every new token in one compiled call (the
+    backend's jit: XLA on JAX; on TensorFlow, see `jit_compile`): the
+    sampling happens on the device and the memories never leave it, so a
+    token costs one step of the model and no round trip to Python. A call
+    compiles once per (batch, prompt length, max_new_tokens, mode,
+    sampling, top_k) and reuses it.
+
     Args:
         backbone: A built `TransformerXL` that embeds tokens.
         head: A layer from the backbone's outputs to logits.
+        jit_compile: On TensorFlow, whether the loop is compiled with XLA
+            (`True`) or runs as a TensorFlow graph (`False`); `"auto"`: XLA
+            (faster at every size measured, see the documentation's
+            benchmarks). JAX always compiles with XLA.
 
     Example:
 
     ```python
     generator = TransformerXLGenerator(backbone, head)
-    tokens = generator.generate(prompt, max_new_tokens=100, sampling="sample", seed=0)
+    tokens = generator.generate(prompt, max_new_tokens=100, sampling="sample", top_k=40, seed=0)
     ```
     """
 
-    def __init__(self, backbone, head):
+    def __init__(self, backbone, head, jit_compile="auto"):
         if not isinstance(backbone, TransformerXL) or backbone.vocabulary_size is None:
             raise ValueError(
                 "TransformerXLGenerator needs a TransformerXL with a `vocabulary_size` (it feeds "
@@ -60,18 +157,24 @@ class TransformerXLGenerator:
         if not backbone.built:
             raise ValueError("TransformerXLGenerator needs a built backbone: call it on tokens first.")
         self.backbone, self.head = backbone, head
+        self.jit_compile = validation.check_choice("jit_compile", jit_compile, JIT_COMPILE)
         self._models = {}
 
-    def _step_model(self, batch, length):
-        """A compiled step (the backend's jit) for one input shape."""
-        key = (batch, length)
+    def _compiled(self, key, build):
+        """The model for `key`, built by `build()` on first use."""
         if key not in self._models:
+            model = build()
+            model.jit_compile = self.jit_compile != False  # noqa: E712 ("auto" compiles too)
+            self._models[key] = model
+        return self._models[key]
+
+    def _step_model(self, batch, length):
+        def build():
             tokens = keras.Input((length,), batch_size=batch, dtype="int32")
             states = [keras.Input(shape, batch_size=batch, dtype=dtype)
                       for _, shape, dtype in self.backbone.streaming_state_specs()]
-            outputs = _Step(self.backbone, self.head)(tokens, states)
-            self._models[key] = keras.Model([tokens, *states], outputs)
-        return self._models[key]
+            return keras.Model([tokens, *states], _Step(self.backbone, self.head)(tokens, states))
+        return self._compiled(("step", batch, length), build)
 
     def step(self, tokens, states):
         """Runs `tokens` (batch, steps) from `states`: (logits, new states)."""
@@ -82,7 +185,17 @@ class TransformerXLGenerator:
     def initial_state(self, batch):
         return [np.asarray(s) for s in self.backbone.get_initial_state(batch)]
 
-    def generate(self, prompt, max_new_tokens, mode="token", sampling="greedy", temperature=1.0, seed=None):
+    def _generation_model(self, batch, length, count, mode, sampling, top_k):
+        def build():
+            prompt = keras.Input((length,), batch_size=batch, dtype="int32")
+            uniforms = keras.Input((count,), batch_size=batch, dtype="float32")
+            temperature = keras.Input((1,), batch_size=batch, dtype="float32")
+            generation = _Generation(self.backbone, self.head, mode, sampling, top_k)
+            return keras.Model([prompt, uniforms, temperature], generation(prompt, uniforms, temperature))
+        return self._compiled(("generate", batch, length, count, mode, sampling, top_k), build)
+
+    def generate(self, prompt, max_new_tokens, mode="token", sampling="greedy", temperature=1.0, top_k=None,
+                 seed=None):
         """The prompt followed by `max_new_tokens` generated tokens.
 
         Args:
@@ -92,7 +205,10 @@ class TransformerXLGenerator:
             sampling: `"greedy"` (the most likely token) or `"sample"` (from
                 softmax(logits / temperature)).
             temperature: Positive; with `"sample"` only.
-            seed: Seed of the sampling (NumPy).
+            top_k: With `"sample"`: draw among the `top_k` most likely
+                tokens only (tokens tied with the k-th stay in); None: all.
+            seed: Seed of the sampling (NumPy's `default_rng`): the same
+                seed draws the same tokens on the same backend.
 
         Returns:
             int32 (batch, P + max_new_tokens).
@@ -113,37 +229,19 @@ class TransformerXLGenerator:
         validation.check_choice("mode", mode, MODES)
         validation.check_choice("sampling", sampling, SAMPLINGS)
         temperature = validation.check_positive_float("temperature", temperature)
+        if top_k is not None:
+            top_k = validation.check_positive_int("top_k", top_k)
+            if sampling != "sample" or top_k > vocabulary:
+                raise ValueError(
+                    f"Argument `top_k` draws among the k most likely of the {vocabulary} tokens with "
+                    f"sampling=\"sample\"; received top_k={top_k!r} with sampling={sampling!r}. Pass "
+                    f"sampling=\"sample\" and 1 ≤ top_k ≤ {vocabulary}, or top_k=None."
+                )
         rng = np.random.default_rng(validation.check_numpy_seed(seed))
+        if max_new_tokens == 0:
+            return prompt.astype("int32")
         batch, length = prompt.shape
-        segment = self.backbone.segment_len
-        # The prompt's whole segments go into the memories; in segment mode
-        # the rest is the segment being written.
-        whole = length - (length % segment if mode == "segment" else 0)
-        states = self.initial_state(batch)
-        logits = None
-        for start in range(0, whole, segment):
-            logits, states = self.step(prompt[:, start : start + segment], states)
-        tokens = [prompt]
-        pending = prompt[:, whole:]
-        for _ in range(max_new_tokens):
-            if mode == "segment" and pending.shape[1]:
-                logits, new_states = self.step(pending, states)
-                if pending.shape[1] == segment:
-                    states, pending = new_states, pending[:, :0]
-            token = self._choose(logits[:, -1], sampling, temperature, rng)
-            tokens.append(token[:, None])
-            if mode == "token":
-                logits, states = self.step(token[:, None], states)
-            else:
-                pending = np.concatenate([pending, token[:, None]], axis=1)
-        return np.concatenate(tokens, axis=1).astype("int32")
-
-    @staticmethod
-    def _choose(logits, sampling, temperature, rng):
-        if sampling == "greedy":
-            return np.argmax(logits, axis=-1)
-        scaled = logits.astype("float64") / temperature
-        p = np.exp(scaled - scaled.max(-1, keepdims=True))
-        p /= p.sum(-1, keepdims=True)
-        return np.array([rng.choice(len(row), p=row) for row in p])
-
+        uniforms = rng.random((batch, max_new_tokens), dtype="float32")
+        model = self._generation_model(batch, length, max_new_tokens, mode, sampling, top_k)
+        new = model.predict_on_batch([prompt.astype("int32"), uniforms, np.full((batch, 1), temperature, "float32")])
+        return np.concatenate([prompt, np.asarray(new)], axis=1).astype("int32")
