@@ -20,7 +20,7 @@ REFERENCE := .venv-reference
 # worker.
 WORKERS ?= 2
 
-.PHONY: demo test check lint docs test-slow test-parity bench bench-ucr clean
+.PHONY: demo test check lint docs test-slow test-parity bench bench-peers bench-ucr clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -120,6 +120,11 @@ bench: $(VENV)/.installed-test $(OLD_RUNTIME)/.installed
 	$(PY) benchmarks/bench_relation_transformer.py
 	OLD_RUNTIME_PYTHON=$(OLD_RUNTIME)/bin/python $(PY) benchmarks/bench_edge_targets.py
 	$(PY) benchmarks/bench_fresh_interpreters.py
+
+# Ours against PyTorch peers (RMC_PYTORCH, R_TRANSFORMER: their checkouts).
+bench-peers: $(VENV)/.installed-test $(REFERENCE)/.installed
+	REFERENCE_PYTHON=$(REFERENCE)/bin/python RMC_PYTORCH=$(RMC_PYTORCH) R_TRANSFORMER=$(R_TRANSFORMER) \
+		$(PY) benchmarks/bench_vs_pytorch.py
 
 # The builders with their recipes against MiniRocket and 1-NN DTW on the
 # UCR/UEA sets bundled in aeon, 3 seeds (about 650 minutes of fits, 5.5 hours
