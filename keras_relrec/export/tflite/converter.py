@@ -4,7 +4,8 @@ quantized variants.
 `export_tflite` reads: validate the arguments → plan the model
 (`graph.export_plan`) → trace its endpoints (`graph.endpoints`) → convert
 (calibrated by `calibration` for int8) → the passes over the file
-(`static_reshapes`, `tensor_names`) → `target.check` (`targets`) → write.
+(`static_reshapes`, `subgraph_order`, `tensor_names`) → `target.check`
+(`targets`) → write.
 """
 
 import pathlib
@@ -22,6 +23,7 @@ from keras_relrec.export.tflite import calibration
 from keras_relrec.export.tflite import initial_state_file
 from keras_relrec.export.tflite import quantization
 from keras_relrec.export.tflite import static_reshapes
+from keras_relrec.export.tflite import subgraph_order
 from keras_relrec.export.tflite import tensor_names
 from keras_relrec.export.tflite.targets import TARGETS
 
@@ -71,6 +73,9 @@ def export_tflite(
     unknown, is given a constant shape with -1 for that size (see
     `static_reshapes`: such tensors met a LiteRT/XNNPACK defect inside
     loops); the summary's `reshapes_made_static` counts them.
+    The subgraph of `step` (else `serve`) is the file's first
+    (`subgraph_order`): LiteRT delegated no subgraph of a streaming file
+    that started with `chunk_length`, the converter's order.
 
     Args:
         model: A functional or sequential Keras model.
@@ -191,6 +196,8 @@ def export_tflite(
     # Before naming: the names of the shape constants it adds are the
     # RESHAPEs' own.
     content, made_static = static_reshapes.make_static(content)
+    # LiteRT delegates no subgraph of a file that starts with `chunk_length`.
+    content = subgraph_order.step_first(content)
     content = tensor_names.named(content)
     summary = tflite_inspect.summarize(content)
     summary["reshapes_made_static"] = made_static
