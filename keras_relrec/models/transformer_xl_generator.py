@@ -27,7 +27,9 @@ class _Step(keras.layers.Layer):
 class _Generation(keras.layers.Layer):
     """prompt (batch, P), uniforms (batch, N), temperature (batch, 1) → the
     N new tokens (batch, N): the prompt, then a loop over the new tokens,
-    all in one call so that the backend compiles it whole."""
+    all in one call so that the backend compiles it whole. After the prompt
+    the memories are kept as their keys and values (the backbone's
+    `key_value_cache`), so a step projects only its own positions."""
 
     def __init__(self, backbone, head, mode, sampling, top_k, **kwargs):
         super().__init__(**kwargs)
@@ -40,7 +42,7 @@ class _Generation(keras.layers.Layer):
         states = list(self.backbone.get_initial_state(batch))
         if self.mode == "token":
             hidden, states = self.backbone.streaming_step(prompt, states)
-            carry = (self._last_logits(hidden), *states)
+            carry = (self._last_logits(hidden), *self._cache(states))
         else:
             carry = self._prompt_in_segments(prompt, states)
 
@@ -53,17 +55,27 @@ class _Generation(keras.layers.Layer):
         tokens, *_ = ops.fori_loop(0, count, body, (ops.zeros((batch, count), "int32"), *carry))
         return tokens
 
+    def _cache(self, states):
+        return self.backbone.key_value_cache(states) if states else []
+
+    def _run(self, tokens, cache):
+        """The backbone on `tokens` (batch, L ≤ segment_len), all taken as
+        valid, from `cache`: (outputs, next cache)."""
+        if not cache:  # no memory
+            return self.backbone.streaming_step(tokens, [])
+        return self.backbone.call_with_cache(tokens, list(cache))
+
     def _last_logits(self, hidden):
         return self.head(hidden[:, -1:])[:, 0]
 
     def _advance(self, token, *rest):
         """After `token` (batch, 1): the next logits and what the loop carries."""
         if self.mode == "token":
-            hidden, states = self.backbone.streaming_step(token, list(rest))
-            return (self._last_logits(hidden), *states)
-        pending, written, *states = rest
+            hidden, cache = self._run(token, rest)
+            return (self._last_logits(hidden), *cache)
+        pending, written, *cache = rest
         pending = ops.slice_update(pending, (0, written), token)
-        return self._run_pending(pending, written + 1, states)
+        return self._run_pending(pending, written + 1, cache)
 
     def _prompt_in_segments(self, prompt, states):
         """Segment mode: the prompt's whole segments go into the memories,
@@ -78,19 +90,20 @@ class _Generation(keras.layers.Layer):
         pending = ops.pad(prompt[:, whole:], [[0, 0], [0, segment - (length - whole)]])
         written = ops.convert_to_tensor(length - whole, "int32")
         if whole == length:
-            return (logits, pending, written, *states)
-        return self._run_pending(pending, written, states)
+            return (logits, pending, written, *self._cache(states))
+        return self._run_pending(pending, written, self._cache(states))
 
-    def _run_pending(self, pending, written, states):
+    def _run_pending(self, pending, written, cache):
         """The segment being written, its first `written` positions valid,
-        from the memories of its start; a full one moves into them."""
+        from the memories of its start; a full one moves into them. The
+        positions after `written` cannot change those before (the attention
+        is causal) and enter the memories only once written."""
         batch, segment = pending.shape
-        mask = ops.broadcast_to(ops.arange(segment, dtype="int32")[None] < written, (batch, segment))
-        hidden, new_states = self.backbone.streaming_step(pending, states, mask=mask)
+        hidden, new_cache = self._run(pending, cache)
         hidden = ops.slice(hidden, (0, written - 1, 0), (batch, 1, hidden.shape[-1]))
         full = written == segment
-        states = [ops.where(full, new, old) for new, old in zip(new_states, states)]
-        return (self.head(hidden)[:, 0], pending, ops.where(full, 0, written), *states)
+        cache = [ops.where(full, new, old) for new, old in zip(new_cache, cache)]
+        return (self.head(hidden)[:, 0], pending, ops.where(full, 0, written), *cache)
 
     def _choose(self, logits, uniform, temperature):
         """The next token (batch, 1): the argmax, or a draw from

@@ -54,10 +54,58 @@ def test_sampling_is_seeded_and_checked():
     np.testing.assert_array_equal(a, b)
     assert a.min() >= 0 and a.max() < VOCABULARY
     for kwargs, name in [({"mode": "window"}, "mode"), ({"sampling": "top"}, "sampling"),
-                         ({"temperature": 0.0}, "temperature"), ({"max_new_tokens": -1}, "max_new_tokens")]:
+                         ({"temperature": 0.0}, "temperature"), ({"max_new_tokens": -1}, "max_new_tokens"),
+                         ({"top_k": 0, "sampling": "sample"}, "top_k"), ({"top_k": 2}, "top_k"),
+                         ({"top_k": VOCABULARY + 1, "sampling": "sample"}, "top_k")]:
         with pytest.raises(ValueError, match=name):
             generator.generate(prompt, **{"max_new_tokens": 2, **kwargs})
     with pytest.raises(ValueError, match="prompt"):
         generator.generate(np.full((1, 2), VOCABULARY), 2)
+    with pytest.raises(ValueError, match="jit_compile"):
+        TransformerXLGenerator(backbone, head, jit_compile="xla")
     with pytest.raises(ValueError, match="vocabulary_size"):
         TransformerXLGenerator(TransformerXL(1, 1, 2, 4, 4, segment_len=2, mem_len=2), head)
+
+
+def greedy_by_steps(generator, prompt, count):
+    """Token mode written out with `step` (the streaming step, from the
+    memories, one round trip a token): the greedy tokens."""
+    states = generator.initial_state(len(prompt))
+    logits, states = generator.step(prompt, states)
+    tokens = [prompt]
+    for _ in range(count):
+        token = np.argmax(logits[:, -1], -1)[:, None]
+        tokens.append(token)
+        logits, states = generator.step(token, states)
+    return np.concatenate(tokens, axis=1)
+
+
+@pytest.mark.parametrize("options", [{}, {"same_length": True, "clamp_len": 2}], ids=["default", "same-length"])
+def test_the_compiled_loop_chooses_what_the_streaming_step_chooses(options):
+    """The memory (4 positions) is shorter than the stream: the cache's ring
+    wraps around three times."""
+    backbone = TransformerXL(2, 2, 4, 8, 16, segment_len=3, mem_len=4, vocabulary_size=VOCABULARY,
+                             embeddings_initializer="random_normal", bias_initializer="random_normal", **options)
+    head = keras.layers.Dense(VOCABULARY, kernel_initializer=keras.initializers.RandomNormal(stddev=2.0))
+    head(backbone(np.zeros((1, 3), "int32")))
+    prompt = np.random.default_rng(2).integers(0, VOCABULARY, size=(3, 5))
+    generator = TransformerXLGenerator(backbone, head)
+    np.testing.assert_array_equal(generator.generate(prompt, 12), greedy_by_steps(generator, prompt, 12))
+
+
+@pytest.mark.parametrize("top_k", [None, 3])
+def test_sampling_draws_from_the_tempered_softmax(top_k):
+    """4,000 rows with one prompt, one token each: the frequencies follow
+    softmax(logits / T) (over the top k), within 5 standard errors."""
+    backbone, head = language_model(mem_len=4)
+    prompt = np.tile(np.array([[1, 4]]), (4000, 1))
+    logits = np.asarray(head(backbone(prompt[:1])), "float64")[0, -1] / 1.5
+    if top_k:
+        logits = np.where(logits >= np.sort(logits)[-top_k], logits, -np.inf)
+    want = np.exp(logits - logits.max())
+    want /= want.sum()
+    tokens = TransformerXLGenerator(backbone, head).generate(prompt, 1, sampling="sample", temperature=1.5,
+                                                             top_k=top_k, seed=5)[:, -1]
+    got = np.bincount(tokens, minlength=VOCABULARY) / len(tokens)
+    np.testing.assert_array_less(np.abs(got - want), 5 * np.sqrt(want * (1 - want) / len(tokens)) + 1e-12)
+    assert (got[want == 0] == 0).all()

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_relrec.ops import axis_size
+from keras_relrec.ops import masked_softmax
 from keras_relrec.ops import merge_heads
 from keras_relrec.ops import scaled_dot_product_attention
 from keras_relrec.ops import split_heads
@@ -275,6 +276,70 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         # Padding gives zeros, as it reads them.
         return zero_masked(outputs, mask), scores
 
+    # Decoding (inference, fixed weights): the memory kept as its keys and
+    # values in a ring of slots, so that a step projects only its own
+    # positions and writes them over the oldest slots.
+    def project_memory(self, memory, memory_mask=None):
+        """(keys, values) of the memory's slots, each (batch, H, M, d_head):
+        [k; v] = m̃ [W_k, W_v], m̃ = LN(m) with `pre_lnorm`."""
+        memory = zero_masked(ops.cast(memory, self.compute_dtype), memory_mask)
+        if self.pre_lnorm:
+            memory = self.norm(memory)
+        key_value = ops.matmul(memory, ops.cast(self.key_value_kernel, self.compute_dtype))
+        return tuple(split_heads(t, self.num_heads) for t in ops.split(key_value, 2, axis=-1))
+
+    def position_table(self, length):
+        """r = R W_r for the distances length − 1, …, 0: (H, length,
+        d_head), what a decoding step reads its position terms from."""
+        width = self.query_kernel.shape[0]
+        dtype = self.compute_dtype
+        positions = relative_position_encoding(length, width, self.clamp_len, dtype)
+        return split_heads(ops.matmul(positions, ops.cast(self.position_kernel, dtype))[None], self.num_heads)[0]
+
+    def decode(self, inputs, keys, values, cursor, distances, visible, position_table, relative_biases=None):
+        """This layer's output for L new positions over a ring of slots that
+        hold earlier positions' keys and values (`project_memory`): the new
+        positions' keys and values are written into the slots from `cursor`
+        on, then every query attends to the slots it may see. The same as
+        `call` with the memory the slots stand for.
+
+        Args:
+            inputs: (batch, L, d), every position valid.
+            keys, values: The ring, each (batch, H, S, d_head).
+            cursor: The slot of the first new position (an int32 scalar).
+            distances: Integer (L, S): each slot's distance from each query,
+                after the write.
+            visible: Boolean, broadcastable to (batch, 1, L, S): the slots
+                each query may attend to.
+            position_table: `position_table(T)`, T above every visible
+                distance.
+            relative_biases: (u, v_b), with `shared_relative_biases`.
+
+        Returns:
+            (outputs (batch, L, d), keys, values): the ring after the write.
+        """
+        dtype = self.compute_dtype
+        inputs = ops.cast(inputs, dtype)
+        normed = self.norm(inputs) if self.pre_lnorm else inputs
+        query = split_heads(ops.matmul(normed, ops.cast(self.query_kernel, dtype)), self.num_heads)
+        new_key, new_value = ops.split(ops.matmul(normed, ops.cast(self.key_value_kernel, dtype)), 2, axis=-1)
+        # Written first, then read: the ring is updated in place.
+        keys, values = (write_slots(ring, split_heads(new, self.num_heads), cursor, axis=2)
+                        for ring, new in ((keys, new_key), (values, new_value)))
+        u, v = relative_biases if relative_biases is not None else (self.content_bias, self.position_bias)
+        u, v = ops.cast(u, dtype)[None, :, None], ops.cast(v, dtype)[None, :, None]
+        table = position_table.shape[1]
+        columns = (table - 1) - ops.clip(ops.cast(distances, "int32"), 0, table - 1)
+        position_scores = ops.einsum("bhid,hjd->bhij", query + v, position_table)
+        position_scores = ops.take_along_axis(
+            position_scores, ops.broadcast_to(columns[None, None], ops.shape(position_scores)[:3] + (keys.shape[2],)),
+            axis=-1)
+        scores = ops.einsum("bhid,bhjd->bhij", query + u, keys) + position_scores
+        weights = masked_softmax(scores * self.head_size**-0.5, visible, axis=-1)
+        attended = merge_heads(ops.einsum("bhij,bhjd->bhid", weights, values))
+        outputs = inputs + ops.matmul(attended, ops.cast(self.output_kernel, dtype))
+        return (outputs if self.pre_lnorm else self.norm(outputs)), keys, values
+
     def _table_size(self, keys, queries, recalled):
         """How many distances the position table holds: one per key."""
         return keys
@@ -314,3 +379,17 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             "seed": self.seed,
         }
         return {**super().get_config(), **config}
+
+
+def write_slots(ring, new, cursor, axis):
+    """`ring` with the L entries of `new` along `axis` written into its
+    slots cursor, cursor + 1, … (mod the slots; the latest wins where L
+    exceeds them)."""
+    slots, length = ring.shape[axis], new.shape[axis]
+    new = ops.cast(new, ring.dtype)
+    if length == 1:  # a token step: one slot, written in place
+        return ops.slice_update(ring, [cursor if a == axis else 0 for a in range(len(ring.shape))], new)
+    offset = ops.mod(ops.arange(slots, dtype="int32") - cursor, slots)
+    source = ops.clip(offset + slots * ((length - 1 - offset) // slots), 0, length - 1)
+    written = ops.reshape(offset < length, (slots,) + (1,) * (len(ring.shape) - axis - 1))
+    return ops.where(written, ops.take(new, source, axis=axis), ring)

@@ -7,8 +7,10 @@ import keras
 from keras import ops
 
 from keras_relrec.layers.streaming_layer import StreamingLayer
+from keras_relrec.layers.transformer_xl.fifo_memory import FifoMemory
 from keras_relrec.layers.transformer_xl.memory_policy import MemoryPolicy
 from keras_relrec.layers.transformer_xl.relative_multi_head_attention import check_clamp_len
+from keras_relrec.layers.transformer_xl.relative_multi_head_attention import write_slots
 from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerXLBlock
 from keras_relrec.ops import any_valid
 from keras_relrec.ops import axis_size
@@ -52,7 +54,10 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
     paper trains: gradients stop at the memory), and streaming as a
     `StreamingLayer` with one segment per step (SavedModel `step`, TFLite
     streaming). Masking: a masked position is never attended, its output
-    is zeros, and it keeps its place in the distances.
+    is zeros, and it keeps its place in the distances. With a `FifoMemory`,
+    decoding (inference) can keep each memory as its keys and values
+    instead (`key_value_cache`, `call_with_cache`): a step then projects
+    only its own positions, as `TransformerXLGenerator` does.
 
     Args:
         num_layers: Number of blocks.
@@ -264,6 +269,81 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
 
     def reset_state(self):
         state_variables.reset(self)
+
+    # Decoding with fixed weights.
+    def key_value_cache(self, states):
+        """The states of a `FifoMemory` (every layer's memory, then the
+        memory mask) as a decoding cache (see `call_with_cache`): each
+        layer's memory projected once into its keys and values, each (batch,
+        heads, mem_len + segment_len, head_size), a ring of slots; then each
+        layer's position table (heads, mem_len + segment_len, head_size),
+        which stays the same; then the slots' validity (batch, mem_len +
+        segment_len) and the cursor, the slot the next position goes to (an
+        int32 scalar): `[keys_0, values_0, …, keys_(n−1), values_(n−1),
+        table_0, …, table_(n−1), slot_valid, cursor]`."""
+        self._check_decoding("key_value_cache")
+        *memories, memory_mask = states
+        size = self._memory.mem_len + self.segment_len
+        cache = []
+        for block, memory in zip(self.blocks, memories):
+            # The memory in the first slots, the rest empty.
+            cache += [ops.pad(t, [[0, 0], [0, 0], [0, self.segment_len], [0, 0]])
+                      for t in block.attention.project_memory(memory, memory_mask)]
+        cache += [block.attention.position_table(size) for block in self.blocks]
+        slot_valid = ops.pad(memory_mask, [[0, 0], [0, self.segment_len]])
+        return cache + [slot_valid, ops.convert_to_tensor(self._memory.mem_len, "int32")]
+
+    def call_with_cache(self, inputs, cache):
+        """`streaming_step` for decoding (inference, fixed weights): a
+        segment of 1 to `segment_len` positions, all valid, (batch, L) token
+        ids or (batch, L, hidden_dim), attends to `cache` (from
+        `key_value_cache`) instead of the memories, so that each layer
+        projects only the segment's positions (O(L · d²) instead of
+        O((mem_len + L) · d²)) and writes their keys and values over the
+        oldest slots. Returns (outputs (batch, L, hidden_dim), the next
+        cache), the outputs equal to `streaming_step`'s from the states the
+        cache stands for."""
+        self._check_decoding("call_with_cache")
+        length = inputs.shape[1]
+        if length is None or not 0 < length <= self.segment_len:
+            raise ValueError(
+                f"{type(self).__name__}.call_with_cache takes a segment of 1 to segment_len={self.segment_len} "
+                f"positions of a known length; received inputs of shape {tuple(inputs.shape)}. Run longer "
+                "inputs with streaming_step."
+            )
+        layers, memory = self.num_layers, self._memory.mem_len
+        if len(cache) != 3 * layers + 2:
+            raise ValueError(
+                f"{type(self).__name__}.call_with_cache expects the {3 * layers + 2} tensors of "
+                f"key_value_cache; received {len(cache)}."
+            )
+        tables, (slot_valid, cursor) = cache[2 * layers : 3 * layers], cache[3 * layers :]
+        slots = slot_valid.shape[1]
+        slot_valid = write_slots(slot_valid, ops.ones(ops.shape(inputs)[:2], slot_valid.dtype),
+                                 cursor, axis=1)
+        # Query i sees the positions at distance 0 … mem_len + i from it
+        # (mem_len − 1 at most with same_length) that the slots hold.
+        queries = ops.arange(length, dtype="int32")[:, None]
+        age = ops.mod(cursor + length - 1 - ops.arange(slots, dtype="int32"), slots)[None]
+        distances = age - (length - 1 - queries)
+        visible = ops.logical_and(distances >= 0, distances <= memory + queries)
+        if self.blocks[0].attention.same_length:
+            visible = ops.logical_and(visible, distances < memory)
+        visible = ops.logical_and(visible[None, None], ops.cast(slot_valid, "bool")[:, None, None, :])
+        hidden = self._embed(inputs, False)
+        new_cache = []
+        for n, block in enumerate(self.blocks):
+            hidden, keys, values = block.decode(hidden, cache[2 * n], cache[2 * n + 1], cursor, distances, visible,
+                                                tables[n], self._relative_biases())
+            new_cache += [keys, values]
+        return hidden, new_cache + list(tables) + [slot_valid, ops.mod(cursor + length, slots)]
+
+    def _check_decoding(self, method):
+        if not isinstance(self._memory, FifoMemory) or not self._memory.mem_len:
+            raise ValueError(
+                f"{type(self).__name__}.{method} needs a memory of projected positions, a FifoMemory with "
+                f"mem_len > 0; this layer has {_describe(self._memory)}. Decode with streaming_step."
+            )
 
     # The segment loop.
     def call(self, inputs, mask=None, initial_state=None, training=None):

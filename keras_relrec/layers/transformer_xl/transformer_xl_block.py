@@ -139,14 +139,23 @@ class TransformerXLBlock(keras.layers.Layer):
                                   relative_biases=relative_biases, memory_offsets=memory_offsets,
                                   max_offset=max_offset, memory_scale=memory_scale, training=training)
         attended, new_memory = attended if memory is not None else (attended, None)
+        outputs = self._feed_forward(attended, training)
+        outputs = zero_masked(outputs, mask) if mask is not None else outputs
+        return outputs if memory is None else (outputs, new_memory)
+
+    def _feed_forward(self, attended, training):
         hidden = self.feed_forward_norm(attended) if self.pre_lnorm else attended
         hidden = self.feed_forward_dropout(ops.relu(self.intermediate(hidden)), training=training)
         hidden = self.feed_forward_dropout(self.feed_forward_output(hidden), training=training)
         outputs = attended + hidden
-        if not self.pre_lnorm:
-            outputs = self.feed_forward_norm(outputs)
-        outputs = zero_masked(outputs, mask) if mask is not None else outputs
-        return outputs if memory is None else (outputs, new_memory)
+        return outputs if self.pre_lnorm else self.feed_forward_norm(outputs)
+
+    def decode(self, inputs, keys, values, cursor, distances, visible, position_table, relative_biases=None):
+        """The block for L new positions over a ring of keys and values (the
+        attention's `decode`): (outputs (batch, L, d), keys, values)."""
+        attended, keys, values = self.attention.decode(inputs, keys, values, cursor, distances, visible,
+                                                       position_table, relative_biases)
+        return self._feed_forward(attended, False), keys, values
 
     def compute_mask(self, inputs, mask=None, memory=None, **kwargs):
         return mask if memory is None else (mask, None)
