@@ -298,18 +298,19 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
 
     def decode(self, inputs, keys, values, cursor, distances, visible, position_table, relative_biases=None):
         """This layer's output for L new positions over a ring of slots that
-        hold earlier positions' keys and values (`project_memory`): the new
-        positions' keys and values are written into the slots from `cursor`
-        on, then every query attends to the slots it may see. The same as
-        `call` with the memory the slots stand for.
+        hold earlier positions' keys and values (`project_memory`): every
+        query attends to the slots it may see and to the new positions up to
+        itself, then the new positions' keys and values are written into the
+        slots from `cursor` on. The same as `call` with the memory the slots
+        stand for.
 
         Args:
             inputs: (batch, L, d), every position valid.
             keys, values: The ring, each (batch, H, S, d_head).
             cursor: The slot of the first new position (an int32 scalar).
-            distances: Integer (L, S): each slot's distance from each query,
-                after the write.
-            visible: Boolean, broadcastable to (batch, 1, L, S): the slots
+            distances: Integer (L, S + L): the distance of each slot, then
+                of each new position, from each query.
+            visible: Boolean, broadcastable to (batch, 1, L, S + L): what
                 each query may attend to.
             position_table: `position_table(T)`, T above every visible
                 distance.
@@ -323,21 +324,23 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         normed = self.norm(inputs) if self.pre_lnorm else inputs
         query = split_heads(ops.matmul(normed, ops.cast(self.query_kernel, dtype)), self.num_heads)
         new_key, new_value = ops.split(ops.matmul(normed, ops.cast(self.key_value_kernel, dtype)), 2, axis=-1)
-        # Written first, then read: the ring is updated in place.
-        keys, values = (write_slots(ring, split_heads(new, self.num_heads), cursor, axis=2)
-                        for ring, new in ((keys, new_key), (values, new_value)))
+        new_key, new_value = (split_heads(t, self.num_heads) for t in (new_key, new_value))
         u, v = relative_biases if relative_biases is not None else (self.content_bias, self.position_bias)
         u, v = ops.cast(u, dtype)[None, :, None], ops.cast(v, dtype)[None, :, None]
-        table = position_table.shape[1]
+        slots, table = keys.shape[2], position_table.shape[1]
         columns = (table - 1) - ops.clip(ops.cast(distances, "int32"), 0, table - 1)
         position_scores = ops.einsum("bhid,hjd->bhij", query + v, position_table)
         position_scores = ops.take_along_axis(
-            position_scores, ops.broadcast_to(columns[None, None], ops.shape(position_scores)[:3] + (keys.shape[2],)),
+            position_scores, ops.broadcast_to(columns[None, None], ops.shape(position_scores)[:3] + columns.shape[1:]),
             axis=-1)
-        scores = ops.einsum("bhid,bhjd->bhij", query + u, keys) + position_scores
-        weights = masked_softmax(scores * self.head_size**-0.5, visible, axis=-1)
-        attended = merge_heads(ops.einsum("bhij,bhjd->bhid", weights, values))
-        outputs = inputs + ops.matmul(attended, ops.cast(self.output_kernel, dtype))
+        scores = ops.concatenate([ops.einsum("bhid,bhjd->bhij", query + u, ops.cast(keys, dtype)),
+                                  ops.einsum("bhid,bhjd->bhij", query + u, new_key)], axis=-1)
+        weights = masked_softmax((scores + position_scores) * self.head_size**-0.5, visible, axis=-1)
+        attended = (ops.einsum("bhij,bhjd->bhid", weights[..., :slots], ops.cast(values, dtype))
+                    + ops.einsum("bhij,bhjd->bhid", weights[..., slots:], new_value))
+        outputs = inputs + ops.matmul(merge_heads(attended), ops.cast(self.output_kernel, dtype))
+        # Read, then written: the ring is updated in place.
+        keys, values = write_slots(keys, new_key, cursor, axis=2), write_slots(values, new_value, cursor, axis=2)
         return (outputs if self.pre_lnorm else self.norm(outputs)), keys, values
 
     def _table_size(self, keys, queries, recalled):

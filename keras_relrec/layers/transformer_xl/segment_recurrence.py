@@ -275,23 +275,21 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
         """The states of a `FifoMemory` (every layer's memory, then the
         memory mask) as a decoding cache (see `call_with_cache`): each
         layer's memory projected once into its keys and values, each (batch,
-        heads, mem_len + segment_len, head_size), a ring of slots; then each
-        layer's position table (heads, mem_len + segment_len, head_size),
-        which stays the same; then the slots' validity (batch, mem_len +
-        segment_len) and the cursor, the slot the next position goes to (an
-        int32 scalar): `[keys_0, values_0, …, keys_(n−1), values_(n−1),
-        table_0, …, table_(n−1), slot_valid, cursor]`."""
+        heads, mem_len, head_size), a ring of slots; then each layer's
+        position table (heads, mem_len + segment_len, head_size), which stays
+        the same; then the memory mask (batch, mem_len) and the cursor, the
+        slot of the oldest position, which the next one overwrites (an int32
+        scalar): `[keys_0, values_0, …, keys_(n−1), values_(n−1), table_0, …,
+        table_(n−1), memory_mask, cursor]`."""
         self._check_decoding("key_value_cache")
         *memories, memory_mask = states
-        size = self._memory.mem_len + self.segment_len
         cache = []
         for block, memory in zip(self.blocks, memories):
-            # The memory in the first slots, the rest empty.
-            cache += [ops.pad(t, [[0, 0], [0, 0], [0, self.segment_len], [0, 0]])
-                      for t in block.attention.project_memory(memory, memory_mask)]
-        cache += [block.attention.position_table(size) for block in self.blocks]
-        slot_valid = ops.pad(memory_mask, [[0, 0], [0, self.segment_len]])
-        return cache + [slot_valid, ops.convert_to_tensor(self._memory.mem_len, "int32")]
+            cache.extend(block.attention.project_memory(memory, memory_mask))
+        table = self._memory.mem_len + self.segment_len
+        cache += [block.attention.position_table(table) for block in self.blocks]
+        # The memory's oldest position is in its first slot.
+        return cache + [memory_mask, ops.zeros((), "int32")]
 
     def call_with_cache(self, inputs, cache):
         """`streaming_step` for decoding (inference, fixed weights): a
@@ -319,17 +317,19 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             )
         tables, (slot_valid, cursor) = cache[2 * layers : 3 * layers], cache[3 * layers :]
         slots = slot_valid.shape[1]
-        slot_valid = write_slots(slot_valid, ops.ones(ops.shape(inputs)[:2], slot_valid.dtype),
-                                 cursor, axis=1)
         # Query i sees the positions at distance 0 … mem_len + i from it
-        # (mem_len − 1 at most with same_length) that the slots hold.
-        queries = ops.arange(length, dtype="int32")[:, None]
-        age = ops.mod(cursor + length - 1 - ops.arange(slots, dtype="int32"), slots)[None]
-        distances = age - (length - 1 - queries)
-        visible = ops.logical_and(distances >= 0, distances <= memory + queries)
+        # (below mem_len with same_length): of the slots (the latest, before
+        # the cursor, at 1 + i) those that hold one, and the new ones up to
+        # itself.
+        queries = ops.arange(length, dtype="int32")
+        age = ops.mod(cursor - 1 - ops.arange(slots, dtype="int32"), slots)
+        distances = ops.concatenate([age[None] + 1 + queries[:, None], queries[:, None] - queries[None]], axis=1)
+        visible = ops.logical_and(distances >= 0, distances <= memory + queries[:, None])
         if self.blocks[0].attention.same_length:
             visible = ops.logical_and(visible, distances < memory)
-        visible = ops.logical_and(visible[None, None], ops.cast(slot_valid, "bool")[:, None, None, :])
+        key_valid = ops.concatenate([ops.cast(slot_valid, "bool"), ops.ones(ops.shape(inputs)[:2], "bool")], axis=1)
+        visible = ops.logical_and(visible[None, None], key_valid[:, None, None, :])
+        slot_valid = write_slots(slot_valid, ops.ones(ops.shape(inputs)[:2], slot_valid.dtype), cursor, axis=1)
         hidden = self._embed(inputs, False)
         new_cache = []
         for n, block in enumerate(self.blocks):
