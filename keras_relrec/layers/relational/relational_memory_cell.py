@@ -239,18 +239,30 @@ class RelationalMemoryCell(keras.layers.Layer):
             queries = n if index == self.num_blocks - 1 else count
             z, weights = block(z, mlp=self.mlp, queries=queries)
             attention.append(weights)
-        candidate = z  # (batch, N, D): the memory rows
+        # The gating works on 2-D (batch·N, D) rows: XLA then reduces the
+        # bias gradients over one leading axis (its fast column reduction)
+        # instead of over (batch, N) of a 3-D tensor, which it runs as a slow
+        # strided loop; the reshapes are free (row-major bitcasts).
+        candidate = ops.reshape(z, (-1, d))  # the memory rows
 
         if self.gate_style is None:
             new_memory = candidate
         else:
-            from_memory = self.gate_memory(ops.reshape(ops.tanh(memory), (-1, d)))
+            memory_rows = ops.reshape(memory, (-1, d))
+            from_memory = self.gate_memory(ops.tanh(memory_rows))
             from_input = self.gate_input(ops.reshape(projected, (-1, rows_in * d)))
-            gates = ops.reshape(from_memory, (-1, n, 2 * self.gate_width)) + from_input[:, None]
-            input_gate = ops.sigmoid(gates[..., : self.gate_width] + self.input_bias)
-            forget_gate = ops.sigmoid(gates[..., self.gate_width :] + self.forget_bias)
-            new_memory = input_gate * ops.tanh(candidate) + forget_gate * memory
+            width = 2 * self.gate_width
+            gates = ops.reshape(
+                ops.reshape(from_memory, (-1, n, width)) + from_input[:, None], (-1, width)
+            )
+            # One split, not two slices: its gradient is one concatenation
+            # instead of two zero-padded halves summed.
+            input_logits, forget_logits = ops.split(gates, 2, axis=-1)
+            input_gate = ops.sigmoid(input_logits + self.input_bias)
+            forget_gate = ops.sigmoid(forget_logits + self.forget_bias)
+            new_memory = input_gate * ops.tanh(candidate) + forget_gate * memory_rows
         flat = ops.reshape(new_memory, (-1, self.output_size))
+        new_memory = ops.reshape(new_memory, (-1, n, d))
         return new_memory, [flat, ops.ones_like(states[1])], attention
 
     def call(self, inputs, states):
