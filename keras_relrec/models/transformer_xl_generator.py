@@ -141,17 +141,19 @@ class TransformerXLGenerator:
     `generate` runs the prompt and every new token in one compiled call (the
     backend's jit: XLA on JAX; on TensorFlow, see `jit_compile`): the
     sampling happens on the device and the memories never leave it, so a
-    token costs one step of the model and no round trip to Python. A call
-    compiles once per (batch, prompt length, max_new_tokens, mode,
-    sampling, top_k) and reuses it.
+    token costs one step of the model and no round trip to Python. After
+    the prompt the memories are kept as their keys and values
+    (`SegmentRecurrence.key_value_cache`), so a step projects only its own
+    positions, not the whole memory. A call compiles once per (batch,
+    prompt length, max_new_tokens, mode, sampling, top_k) and reuses it.
 
     Args:
         backbone: A built `TransformerXL` that embeds tokens.
         head: A layer from the backbone's outputs to logits.
         jit_compile: On TensorFlow, whether the loop is compiled with XLA
-            (`True`) or runs as a TensorFlow graph (`False`); `"auto"`: XLA
-            (faster at every size measured, see the documentation's
-            benchmarks). JAX always compiles with XLA.
+            (`True`) or runs as a TensorFlow graph (`False`); `"auto"`: XLA,
+            the faster of the two in the benchmarks (`bench_vs_pytorch.py`
+            times both). JAX always compiles with XLA.
 
     Example:
 
