@@ -52,7 +52,9 @@ within 1e-4, or the run stops):
    resident-set high-water mark is reset (`/proc/self/clear_refs`), two
    steps run, and we report `VmHWM` (`/proc/self/status`) and its rise
    over the resident set measured before the first step (model, weights,
-   data and the runtime itself excluded).
+   data and the runtime itself excluded; what tracing and compiling keep,
+   e.g. XLA's program, included) and over the one after the warm-up step
+   (what the steady steps add beyond what the first one left allocated).
 
 How: the driver (this script, our environment) starts one worker process
 per side and keeps it: ours on TensorFlow, ours on JAX (Keras' backend is
@@ -64,7 +66,10 @@ files in a temporary folder. Every variant is warmed up (compiled), then
 timed in rounds, one variant after another in every round (ours, peer,
 ours, peer, ...), each sample one untimed call then one timed call inside
 its worker; medians of `--repeats` rounds. Ratio > 1: ours faster (best
-PyTorch mode ÷ best of ours). Default threads on every side.
+PyTorch mode ÷ best of ours). Each library's default threads, or
+`--threads N` on every side (on a machine shared with other work, torch's
+spinning OpenMP threads slowed tiny steps a hundredfold at a load of 8 on
+2 cores: one thread each is the fairer measure there).
 
 The peers' code is not shipped: give checkouts,
     RMC_PYTORCH=<checkout of https://github.com/L0SG/relational-rnn-pytorch>
@@ -174,6 +179,8 @@ def serve(side, folder):
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     setups = PEER_SETUPS if side == "peer" else OURS_SETUPS
+    if side == "peer":
+        set_torch_threads()
     objects, counter = {}, 0
     for line in sys.stdin:
         message = json.loads(line)
@@ -197,12 +204,13 @@ def serve(side, folder):
                          "weights": built.get("weights"), "info": built.get("info", {})}
             elif command == "warm":
                 fn = objects[message["id"]]["variants"][message["variant"]]
+                breaks = graph_breaks(side)
                 t0 = time.perf_counter()
                 fn()
                 first = time.perf_counter() - t0
                 for _ in range(message.get("n", 1) - 1):
                     fn()
-                reply = {"first_s": first}
+                reply = {"first_s": first, "graph_breaks": graph_breaks(side) - breaks}
             elif command == "time":
                 fn = objects[message["id"]]["variants"][message["variant"]]
                 fn()  # results_file.rewarmed: once untimed, then timed
@@ -211,10 +219,11 @@ def serve(side, folder):
                 fn = objects[message["id"]]["variants"][message["variant"]]
                 before = rss_kib("VmRSS")
                 fn()
+                warm = rss_kib("VmRSS")
                 reset = reset_peak()
                 for _ in range(message.get("steps", 2)):
                     fn()
-                reply = {"before_kib": before, "peak_kib": rss_kib("VmHWM"), "reset": reset}
+                reply = {"before_kib": before, "warm_kib": warm, "peak_kib": rss_kib("VmHWM"), "reset": reset}
             elif command == "drop":
                 objects.pop(message["id"], None)
                 gc.collect()
@@ -224,6 +233,15 @@ def serve(side, folder):
         except Exception as error:  # reported to the driver, which decides
             reply = {"error": results_file.one_line(error), "traceback": traceback.format_exc()}
         protocol.write(json.dumps(reply) + "\n")
+
+
+def graph_breaks(side):
+    """torch.compile's graph breaks so far (0 outside the peer)."""
+    if side != "peer" or "torch" not in sys.modules:
+        return 0
+    from torch._dynamo.utils import counters
+
+    return sum(counters["graph_break"].values())
 
 
 def versions(side):
@@ -239,6 +257,28 @@ def versions(side):
 
     return {"keras": keras.__version__, "backend": keras.backend.backend(),
             "jax": importlib.metadata.version("jax") if side == "ours-jax" else None}
+
+
+def thread_environment(threads):
+    """Environment variables that give every side `threads` threads (None:
+    each library's default)."""
+    if not threads:
+        return {}
+    n = str(threads)
+    environment = {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "TF_NUM_INTRAOP_THREADS": n,
+                   "TF_NUM_INTEROP_THREADS": n}
+    if threads == 1:
+        environment["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    return environment
+
+
+def set_torch_threads():
+    threads = int(os.environ.get("BENCH_THREADS", "0"))
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+        torch.set_num_interop_threads(threads)
 
 
 # --- peer (PyTorch) ---------------------------------------------------------
@@ -339,6 +379,7 @@ def load_file(path, name):
 
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # torch.compile looks its functions up there
     spec.loader.exec_module(module)
     return module
 
@@ -562,10 +603,10 @@ class WorkerError(RuntimeError):
 class Worker:
     """A worker process and its JSON line protocol."""
 
-    def __init__(self, side, python, folder, env=None):
+    def __init__(self, side, python, folder, threads=None):
         self.side = side
         command = [python, os.path.abspath(__file__), WORKER, side, folder]
-        environment = {**os.environ, **(env or {})}
+        environment = {**os.environ, **thread_environment(threads), "BENCH_THREADS": str(threads or 0)}
         environment["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, environment.get("PYTHONPATH")]))
         if side != "peer":
             environment["KERAS_BACKEND"] = "jax" if side == "ours-jax" else "tensorflow"
@@ -614,6 +655,7 @@ class Row:
         self.scale = 1.0  # divides a call's seconds into the unit's
         self.info = {}
         self.batch = 1
+        self.graph_breaks = None
 
 
 def prepare(row, label, worker, kind, spec, t0, weights=None):
@@ -621,7 +663,10 @@ def prepare(row, label, worker, kind, spec, t0, weights=None):
     row.info[label] = reply["info"]
     for variant in reply["variants"]:
         try:
-            row.first[f"{label} {variant}"] = worker.call(cmd="warm", id=reply["id"], variant=variant, n=2)["first_s"]
+            warm = worker.call(cmd="warm", id=reply["id"], variant=variant, n=2)
+            row.first[f"{label} {variant}"] = warm["first_s"]
+            if variant == "compile":
+                row.graph_breaks = warm["graph_breaks"]
             row.entries.append((label, worker, reply["id"], variant))
         except WorkerError as error:
             if label != "PyTorch" or variant != "compile":
@@ -737,7 +782,7 @@ def rt_rows(args, workers, s, t0, python, folder):
         for variant in variants:
             if f"{label} {variant}" in row.failed or (variant == "compile" and args.no_compile):
                 continue
-            worker = Worker(side, python if side == "peer" else sys.executable, folder)
+            worker = Worker(side, python if side == "peer" else sys.executable, folder, args.threads)
             try:
                 setup = worker.call(cmd="setup", kind="rt", spec=spec, weights=peer["weights"])
                 row.memory[label, variant] = worker.call(cmd="memory", id=setup["id"], variant=variant)
@@ -788,10 +833,13 @@ def render(args, rows, environment, load_before, load_after):
         f"- Load average before the run: {' / '.join(f'{x:.2f}' for x in load_before)} (1 / 5 / 15 min), "
         f"after: {' / '.join(f'{x:.2f}' for x in load_after)}; other work shared the machine",
         f"- Medians of {args.repeats} interleaved rounds after warm-up (see the script's docstring); "
-        "each side with its default threads; ratio = best PyTorch mode ÷ best of ours (> 1: ours faster)",
+        + (f"{args.threads} thread(s) on every side (`--threads`)" if args.threads
+           else "each side with its library's default threads")
+        + "; ratio = best PyTorch mode ÷ best of ours (> 1: ours faster)",
         "- Peers: HuggingFace `TransfoXLLMHeadModel` (greedy loop with `mems`, `torch.no_grad`); "
         f"[L0SG/relational-rnn-pytorch]({RMC_URL}) `relational_rnn_general.py`; "
         f"[DSE-MSU/R-transformer]({RT_URL}) `models/RTransformer.py`",
+        f"- Our code: {code_version()}",
         "",
         "| work | unit | ours (mode) | PyTorch (mode) | ratio (best ÷ best) | outputs agree |",
         "|---|---|---|---|---:|---|",
@@ -802,16 +850,24 @@ def render(args, rows, environment, load_before, load_after):
         ratio = peer_s / ours_s
         lines.append(f"| {row.work} | {row.unit} | {cell(row, 'ours')} | {cell(row, 'peer')} "
                      f"| {ratio:.2f} ({MODE_NAMES[ours_key]} vs {MODE_NAMES[peer_key]}) | {row.agree} |")
+    if any(row.work.startswith("Transformer-XL generation") for row in rows):
+        lines += ["", "Generation: HuggingFace's model projects its whole memory (all M positions, every layer) "
+                  "to keys and values again at every token (`qkv_net` over `cat(mems, w)`); our generator keeps "
+                  "the memories as projected keys and values (`key_value_cache`), projects only the new "
+                  "position, and runs the whole loop as one compiled call."]
     memory_rows = [row for row in rows if getattr(row, "memory", None)]
     for row in memory_rows:
         lines += ["", f"Peak memory, {row.work} (fresh process per mode; MiB):", "",
-                  "| side | mode | peak resident set | rise over the resident set before the first step |",
-                  "|---|---|---:|---:|"]
+                  "| side | mode | peak resident set | rise over the resident set before the first step "
+                  "| rise over the resident set after the warm-up step |",
+                  "|---|---|---:|---:|---:|"]
         for (label, variant), m in row.memory.items():
             note = "" if m["reset"] else " (high-water mark not reset: warm-up included)"
             lines.append(f"| {'ours' if label != 'PyTorch' else 'PyTorch'} | {MODE_NAMES[label, variant]} "
-                         f"| {m['peak_kib'] / 1024:,.0f} | {(m['peak_kib'] - m['before_kib']) / 1024:,.0f}{note} |")
-    firsts = [f"{row.work.split(',')[0]}: " + ", ".join(f"{k} {v:.1f} s" for k, v in row.first.items())
+                         f"| {m['peak_kib'] / 1024:,.0f} | {(m['peak_kib'] - m['before_kib']) / 1024:,.0f}{note} "
+                         f"| {(m['peak_kib'] - m['warm_kib']) / 1024:,.0f} |")
+    firsts = [f"{row.work}: " + ", ".join(f"{k} {v:.1f} s" for k, v in row.first.items())
+              + ("" if row.graph_breaks is None else f" (torch.compile: {row.graph_breaks} graph breaks)")
               for row in rows]
     lines += ["", "<details><summary>First calls (tracing, compiling), seconds</summary>", ""]
     lines += [f"- {line}" for line in firsts]
@@ -819,6 +875,19 @@ def render(args, rows, environment, load_before, load_after):
     if args.no_compile:
         lines += ["", "- torch.compile not run (`--no-compile`; the quick mode skips it)."]
     return "\n".join(lines) + "\n"
+
+
+def code_version():
+    """The commit this checkout is at, and whether the package differs from it."""
+    def git(*arguments):
+        result = subprocess.run(["git", "-C", ROOT, *arguments], capture_output=True, text=True)
+        return result.stdout.strip() if result.returncode == 0 else None
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if commit is None:
+        return "not a git checkout"
+    changed = git("status", "--porcelain", "--", "keras_relrec")
+    return f"commit {commit}" + (" with uncommitted changes to keras_relrec/" if changed else "")
 
 
 def reference_python(argument):
@@ -852,6 +921,8 @@ def parse_args(argv=None):
                         help=f"checkout of {RMC_URL} (default $RMC_PYTORCH)")
     parser.add_argument("--r-transformer", default=os.environ.get("R_TRANSFORMER"),
                         help=f"checkout of {RT_URL} (default $R_TRANSFORMER)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads of every side (TF, XLA, JAX, torch); default: each library's own")
     parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
     parser.add_argument("--compile", action="store_true", help="run torch.compile in --quick too")
     args = parser.parse_args(argv)
@@ -878,9 +949,10 @@ def main(argv=None):
     s = sizes(args.quick)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_vs_pytorch_") as folder:
-        workers = {"peer": Worker("peer", python, folder), "ours-tf": Worker("ours-tf", sys.executable, folder)}
+        workers = {"peer": Worker("peer", python, folder, args.threads),
+                   "ours-tf": Worker("ours-tf", sys.executable, folder, args.threads)}
         if "txl-gen" in args.only:
-            workers["ours-jax"] = Worker("ours-jax", sys.executable, folder)
+            workers["ours-jax"] = Worker("ours-jax", sys.executable, folder, args.threads)
         try:
             peer_versions = workers["peer"].call(cmd="versions")
             environment = {"torch": peer_versions["torch"], "transformers": peer_versions["transformers"]}

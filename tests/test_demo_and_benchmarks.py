@@ -2,6 +2,7 @@
 quick mode (`make test-slow`: benchmarks are slow work), so that neither
 can rot."""
 
+import os
 import pathlib
 import re
 import runpy
@@ -227,3 +228,52 @@ def test_fresh_interpreters_benchmark_quick(tmp_path, monkeypatch):
         for runtime in ("LiteRT", "tf.lite.Interpreter"):
             assert f"| {name} | 0 | {runtime} |" in text and text.split(f"| {name} | 0 | {runtime} |")[1].split(
                 "\n")[0].rstrip().endswith("| 0/40 |")
+
+
+def peers_available():
+    """The reference Python bench_vs_pytorch.py would use (torch and
+    transformers 4.35.0: `make .venv-reference/.installed`), or None; and
+    the rows whose PyTorch code is at hand (the checkouts of its docstring)."""
+    python = os.environ.get("REFERENCE_PYTHON") or str(ROOT / ".venv-reference" / "bin" / "python")
+    check = "import torch, transformers; assert transformers.__version__ == '4.35.0'"
+    if not os.path.exists(python) or subprocess.run([python, "-c", check], capture_output=True).returncode:
+        return None, []
+    rows = ["txl-gen", "txl-train"]
+    for row, variable, path in (("rmc", "RMC_PYTORCH", "relational_rnn_general.py"),
+                                ("rt", "R_TRANSFORMER", "models/RTransformer.py")):
+        if os.environ.get(variable) and (pathlib.Path(os.environ[variable]) / path).is_file():
+            rows.append(row)
+    return python, rows
+
+
+@pytest.mark.slow
+def test_pytorch_peers_benchmark_quick(tmp_path, monkeypatch):
+    """bench_vs_pytorch.py --quick: ours against HuggingFace's TransfoXL,
+    and against the RMC port and R-Transformer where their checkouts are
+    given (RMC_PYTORCH, R_TRANSFORMER); the outputs must agree."""
+    python, rows = peers_available()
+    if python is None:
+        pytest.skip("needs torch and transformers 4.35.0: make .venv-reference/.installed (or REFERENCE_PYTHON)")
+    output = tmp_path / "RESULTS.md"
+    path = ROOT / "benchmarks" / "bench_vs_pytorch.py"
+    monkeypatch.setattr(sys, "argv", [str(path), "--quick", "--output", str(output), "--reference-python", python,
+                                      "--only", ",".join(rows)])
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        runpy.run_path(str(path), run_name="__main__")
+    finally:
+        sys.modules.pop("results_file", None)
+    text = output.read_text()
+    assert "<!-- bench_vs_pytorch:start -->" in text and "<!-- bench_vs_pytorch:end -->" in text
+    assert "Quick smoke-test run" in text and "Load average before the run" in text
+    lines = text.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("| work | unit |")) + 2
+    table = lines[start : next(k for k in range(start, len(lines)) if not lines[k].startswith("|"))]
+    expected = {"txl-gen": 2, "txl-train": 1, "rmc": 1, "rt": 1}
+    assert len(table) == sum(expected[row] for row in rows), table
+    for line in table:
+        assert "TF" in line and "eager" in line, line
+        assert ("yes:" in line) != line.startswith("| Relational memory"), line
+    assert sum("JAX" in line for line in table) == 2
+    if "rt" in rows:
+        assert "Peak memory, R-Transformer" in text
