@@ -78,7 +78,7 @@ The peers' code is not shipped: give checkouts,
 missing. `--only` runs some rows (txl-gen, txl-train, rmc, rt).
 
 Results go to the `bench_vs_pytorch` section of benchmarks/RESULTS.md.
-Full run (about 25 minutes on 2 cores):
+Full run (45 minutes on 2 cores shared with other work, a third of it compiling):
     make bench-peers RMC_PYTORCH=... R_TRANSFORMER=...
     python benchmarks/bench_vs_pytorch.py
 Smoke test (tiny sizes, no torch.compile):
@@ -181,6 +181,13 @@ def serve(side, folder):
     setups = PEER_SETUPS if side == "peer" else OURS_SETUPS
     if side == "peer":
         set_torch_threads()
+        import torch
+
+        # Each row compiles from scratch (static shapes, its own graph
+        # breaks counted), not from the graphs of the rows before it.
+        setups = {kind: (lambda spec, folder, weights, setup=setup:
+                         (torch._dynamo.reset(), setup(spec, folder, weights))[1])
+                  for kind, setup in setups.items()}
     objects, counter = {}, 0
     for line in sys.stdin:
         message = json.loads(line)
