@@ -36,7 +36,9 @@ within 1e-4, or the run stops):
    one (4 slots, 2 heads of 32, rows 16 wide), then `Dense(8)` and cross-
    entropy, Adam. Ours: `RNN(RelationalMemoryCell(...))`, graph and XLA.
    PyTorch: `RelationalMemory` of the L0SG port
-   (`relational_rnn_general.py`), eager and compiled. Not the same
+   (`relational_rnn_general.py`; one line changed as it loads: its
+   in-place `q *=` on a view, which current torch refuses, made out of
+   place), eager and compiled. Not the same
    function, so not checked: the port's layer norms run over all slots
    and features at once (`nn.LayerNorm([slots + 1, width])`) and its MLP
    applies one `Linear` twice (`[nn.Linear(...)] * 2`), where Sonnet and
@@ -381,21 +383,36 @@ def peer_txl_train(spec, folder, _weights):
             "info": {"params": sum(p.numel() for p in model.parameters())}}
 
 
-def load_file(path, name):
+def load_file(path, name, replacements=()):
+    """The module at `path`, with each (old, new) line of `replacements`
+    changed as it loads (the checkout itself is left as it is)."""
     import importlib.util
+    import types
 
+    with open(path) as f:
+        source = f.read()
+    for old, new in replacements:
+        source = source.replace(old, new)
     spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
+    module = types.ModuleType(name)
+    module.__file__, module.__spec__ = path, spec
     sys.modules[name] = module  # torch.compile looks its functions up there
-    spec.loader.exec_module(module)
+    exec(compile(source, path, "exec"), module.__dict__)
     return module
+
+
+# The port scales q in place on a view that torch.split returned, which
+# autograd refuses in current torch ("a view ... is being modified
+# inplace"): the same product, out of place.
+RMC_PORT_FIXES = [("q *= (self.key_size ** -0.5)", "q = q * (self.key_size ** -0.5)")]
 
 
 def peer_rmc(spec, folder, _weights):
     import numpy as np
     import torch
 
-    module = load_file(os.path.join(spec["checkout"], "relational_rnn_general.py"), "relational_rnn_general")
+    module = load_file(os.path.join(spec["checkout"], "relational_rnn_general.py"), "relational_rnn_general",
+                       RMC_PORT_FIXES)
     torch.manual_seed(0)
     rmc = module.RelationalMemory(mem_slots=spec["mem_slots"], head_size=spec["head_size"],
                                   input_size=spec["features"], num_heads=spec["num_heads"], num_blocks=1,
