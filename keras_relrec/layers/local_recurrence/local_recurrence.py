@@ -54,15 +54,22 @@ class LocalRecurrence(keras.layers.Layer, StreamingLayer):
     width of the cell's input projection (3u for a GRU of u units, 4u for
     an LSTM), which is more than the window copy once g > features (622
     MiB at B = 1, T = 100,000, M = 16 for a GRU of 32 units;
-    `benchmarks/RESULTS.md`). `chunk_size=C` bounds it: at inference the
-    windows run C positions at a time in a loop, so the working set is
-    that of B·C windows (31 MiB for the same case with C = 1,024, and
-    faster); the result is the same. On TensorFlow a length known when the
-    graph is traced unrolls the chunks instead (its in-place update has no
+    `benchmarks/RESULTS.md`), and training keeps every step's activations
+    for the gradient, several times that. `chunk_size=C` bounds both. At
+    inference the windows run C positions at a time in a loop, so the
+    working set is that of B·C windows (31 MiB for the same case with
+    C = 1,024, and faster); on TensorFlow a length known when the graph is
+    traced unrolls the chunks instead (its in-place update has no
     gradient), which bounds nothing under XLA: give the model an unknown
     length (`keras.Input((None, features))`) to get the loop. In training
-    the windows run at once: the gradient keeps every step's activations,
-    B·T·M times those of one step, whatever the chunking.
+    (a length known when traced) the chunks run in a loop whose gradient
+    recomputes each chunk's M steps (`keras.remat`) instead of keeping
+    them: the forward pass keeps the inputs and outputs, the backward pass
+    one chunk's activations at a time (at B = 8, T = 3,000, M = 7, a GRU
+    of 32 units: 182 MiB of XLA temporaries at once, 22 MiB with C = 256),
+    for one more forward pass of the cell. Training runs at once where the
+    length is unknown when traced, or where the cell has dropout (a
+    recomputation would draw other masks). The results are the same.
 
     **Streaming.** The state is the last M − 1 (valid) inputs. As a
     `StreamingLayer`, the export steps it frame by frame, and
@@ -77,9 +84,10 @@ class LocalRecurrence(keras.layers.Layer, StreamingLayer):
             which the cell is taken (its other arguments do not apply); or
             a cell's serialized config. Its output size must be an integer.
         window_size: M, the number of steps in each window (≥ 1).
-        chunk_size: Optional C: at inference, run the windows C positions
-            at a time, to bound the memory of long sequences (see Memory).
-            Default: all at once.
+        chunk_size: Optional C: run the windows C positions at a time, to
+            bound the memory of long sequences, at inference and in training
+            (where the gradient recomputes each chunk; see Memory). Default:
+            all at once.
         stateful: Whether the last M − 1 inputs of a call start the next
             (the batch size must be known); `reset_state()` clears them.
         **kwargs: Base `Layer` arguments.
@@ -165,13 +173,17 @@ class LocalRecurrence(keras.layers.Layer, StreamingLayer):
         if previous is None:
             previous = ops.zeros((batch, self.window_size - 1) + self._frame_shape, self.compute_dtype)
         padded = ops.concatenate([ops.cast(previous, self.compute_dtype), inputs], axis=1)
-        # Chunks at inference only: in training the gradient keeps every
-        # step's activations whatever the chunking, so it would save nothing.
-        chunked = (self.chunk_size is not None and not training
-                   and not (isinstance(steps, int) and steps <= self.chunk_size))
-        if chunked:
+        fits = isinstance(steps, int) and steps <= (self.chunk_size or steps)
+        if self.chunk_size is None or fits:
+            outputs = self._windows(padded, steps, training)
+        elif not training:
             outputs = self._chunked_windows(padded, steps)
+        elif isinstance(steps, int) and not _has_dropout(self.cell):
+            outputs = self._rematerialised_windows(padded, steps)
         else:
+            # Training with an unknown length (TensorFlow's XLA cannot take
+            # the gradient of a loop of unknown length) or with the cell's
+            # dropout (a recomputation would draw its masks again): at once.
             outputs = self._windows(padded, steps, training)
         if mask is None:
             last_inputs = padded[:, steps:]
@@ -231,6 +243,36 @@ class LocalRecurrence(keras.layers.Layer, StreamingLayer):
         outputs = ops.zeros((batch, count * chunk, self.units), self.compute_dtype)
         return ops.fori_loop(0, count, body, outputs)[:, :steps]
 
+    def _rematerialised_windows(self, padded, steps):
+        """`_windows` C positions at a time in training, in a loop whose
+        gradient recomputes each chunk's M steps (`keras.remat`) instead of
+        keeping them: the forward pass keeps the chunks' inputs and outputs,
+        the backward pass the activations of one chunk at a time."""
+        chunk, window = self.chunk_size, self.window_size
+        batch = ops.shape(padded)[0]
+        count = (steps + chunk - 1) // chunk
+        tail = ops.zeros((batch, count * chunk - steps) + self._frame_shape, padded.dtype)
+        padded = ops.concatenate([padded, tail], axis=1)
+        # (count, batch, C + M − 1, features): chunk i's inputs, overlapping
+        # the next chunk's by M − 1 steps.
+        starts = ops.arange(count, dtype="int32")[:, None] * chunk
+        pieces = ops.take(padded, starts + ops.arange(chunk + window - 1, dtype="int32")[None, :], axis=1)
+        pieces = ops.transpose(pieces, (1, 0, 2, 3))
+        # The cell's weights enter as arguments, read through a stateless
+        # scope: TensorFlow's recomputation in a loop cannot capture variables.
+        weights = self.cell.weights
+
+        def windows(piece, *values):
+            with keras.StatelessScope(state_mapping=list(zip(weights, values))):
+                return self._windows(piece, chunk, True)
+
+        windows = keras.remat(windows)
+        values = [weight.value for weight in weights]
+        outputs = map_chunks(lambda i: windows(ops.take(pieces, i, axis=0), *values), count,
+                             (batch, chunk, self.units), self.compute_dtype)  # (count, batch, C, units)
+        outputs = ops.reshape(ops.transpose(outputs, (1, 0, 2, 3)), (batch, count * chunk, self.units))
+        return outputs[:, :steps]
+
     def _initial_cell_state(self, rows):
         initial = getattr(self.cell, "get_initial_state", None)
         if initial is not None:
@@ -255,6 +297,30 @@ class LocalRecurrence(keras.layers.Layer, StreamingLayer):
             "stateful": self.stateful,
         }
         return {**super().get_config(), **config}
+
+
+def map_chunks(function, count, shape, dtype):
+    """`function(i)` of shape `shape` for i = 0 … count − 1, stacked:
+    (count,) + shape, in a loop that a gradient runs back one chunk at a
+    time. On JAX a scan; on TensorFlow a while loop with its maximum
+    number of iterations (which XLA's gradient needs) that writes each
+    chunk with `scatter_update` (which has a gradient)."""
+    if keras.backend.backend() == "jax":
+        return ops.scan(lambda carry, i: (carry, function(i)), ops.zeros(()), ops.arange(count, dtype="int32"))[1]
+
+    def body(i, stacked):
+        return i + 1, ops.scatter_update(stacked, ops.reshape(i, (1, 1)), ops.cast(function(i), dtype)[None])
+
+    stacked = ops.zeros((count,) + tuple(shape), dtype)
+    return ops.while_loop(lambda i, _: i < count, body, (ops.zeros((), "int32"), stacked),
+                          maximum_iterations=count)[1]
+
+
+def _has_dropout(cell):
+    """Whether `cell` (or a cell it stacks) drops inputs or states."""
+    if hasattr(cell, "cells"):
+        return any(_has_dropout(c) for c in cell.cells)
+    return bool(getattr(cell, "dropout", 0) or getattr(cell, "recurrent_dropout", 0))
 
 
 def _as_cell(cell):

@@ -4,6 +4,10 @@ the left, every window from the zero state, the last step kept), and its
 masking, chunking, stateful and streaming behaviour. The equations hold in
 float32 and under the float64 policy (tests/layers/float64.py)."""
 
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -175,19 +179,54 @@ def test_any_length_and_batch_under_xla():
         np.testing.assert_allclose(b, a, atol=ATOL)
 
 
-def test_chunked_layer_trains_as_the_unchunked_one():
-    """In training the windows run at once: the same outputs and gradients."""
+@pytest.mark.parametrize("chunk", [1, 4, 40])
+def test_chunked_layer_trains_as_the_unchunked_one(chunk):
+    """In training the chunks run in a loop whose gradient recomputes them
+    (`keras.remat`): the same outputs and gradients, with and without a
+    mask, eagerly and under XLA."""
     x = tf.constant(np.random.default_rng(5).normal(size=(2, 10, 3)).astype("float32"))
+    mask = np.ones((2, 10), bool)
+    mask[1, 3:5] = False
     whole = LocalRecurrence(keras.layers.LSTMCell(4), 3)
     whole(x)
-    chunked = LocalRecurrence(whole.cell, 3, chunk_size=4)
-    grads = []
-    for layer in (whole, chunked):
+    chunked = LocalRecurrence(whole.cell, 3, chunk_size=chunk)
+
+    def step(layer, m):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(layer(x, training=True) ** 2)
-        grads.append(tape.gradient(loss, whole.cell.trainable_weights))
-    for a, b in zip(*grads):
-        np.testing.assert_allclose(a, b, atol=ATOL)
+            tape.watch(x)
+            y = layer(x, mask=m, training=True)
+            loss = tf.reduce_sum(y**2)
+        return [y] + tape.gradient(loss, [x] + whole.cell.trainable_weights)
+
+    for m in (None, mask):
+        want = step(whole, m)
+        for run in (step, tf.function(step, jit_compile=True)):
+            for a, b in zip(want, run(chunked, m)):
+                np.testing.assert_allclose(a, b, atol=ATOL)
+
+
+def test_chunked_training_keeps_one_chunk_of_activations():
+    """The XLA program of a training step (JAX) needs a fraction of the
+    temporary memory with chunks: the gradient recomputes each chunk's
+    steps instead of keeping them all."""
+    code = """if True:
+        import jax, keras, numpy as np
+        from keras_relrec.layers import LocalRecurrence
+        def temp(chunk):
+            layer = LocalRecurrence(keras.layers.GRUCell(16), 7, chunk_size=chunk)
+            x = np.zeros((4, 2000, 16), "float32")
+            layer(x[:, :2])
+            ntv = [v.value for v in layer.non_trainable_variables]
+            loss = lambda tv, x: (layer.stateless_call(tv, ntv, x, training=True)[0] ** 2).sum()
+            tv = [v.value for v in layer.trainable_variables]
+            compiled = jax.jit(jax.grad(loss)).lower(tv, x).compile()
+            return compiled.memory_analysis().temp_size_in_bytes
+        print(temp(None), temp(100))
+    """
+    env = {**os.environ, "KERAS_BACKEND": "jax"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    whole, chunked = map(int, result.stdout.split()[-2:])
+    assert chunked < 0.2 * whole, (whole, chunked)
 
 
 def test_a_keras_rnn_gives_its_cell_and_the_arguments_are_checked():
