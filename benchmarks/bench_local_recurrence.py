@@ -14,7 +14,9 @@ JAX (`jax.jit`, in a process of its own), and the local layer with
 `--repeats` calls after warm-up. Memory: the temporary buffers of the XLA program JAX compiles
 (`memory_analysis()`, what the forward pass needs beside its input and
 output) for the local layer at once and with `chunk_size=1024`, and the
-window copy that R-Transformer's public code makes (B·T·M·d floats).
+window copy that R-Transformer's public code makes (B·T·M·d floats);
+and the same for a training step's gradient (compiled, not run), at once
+and chunked (where the gradient recomputes each chunk).
 
 Results go to the `bench_local_recurrence` section of benchmarks/RESULTS.md.
 Full run (about 2 minutes on 2 cores):
@@ -97,8 +99,27 @@ def jax_worker(grid, repeats):
             layer(x[:, :2])
             call, row[f"{name}_temp_bytes"] = jax_forward(layer, x)
             row[f"{name}_jax"] = median_seconds(call, repeats, 1)
+            if name != "rnn":
+                row[f"{name}_train_temp_bytes"] = jax_training_temp_bytes(layer, x)
         rows.append(row)
     return rows
+
+
+def jax_training_temp_bytes(layer, x):
+    """The temporary bytes of the XLA program JAX compiles for the gradient
+    of a loss of `layer(x, training=True)` with respect to its weights:
+    what a training step needs beside its inputs and outputs (compiled,
+    not run)."""
+    import jax
+
+    frozen = [v.value for v in layer.non_trainable_variables]
+
+    def loss(trainable, x):
+        return (layer.stateless_call(trainable, frozen, x, training=True)[0] ** 2).sum()
+
+    trainable = [v.value for v in layer.trainable_variables]
+    compiled = jax.jit(jax.grad(loss)).lower(trainable, x).compile()
+    return int(compiled.memory_analysis().temp_size_in_bytes)
 
 
 def mib(count):
@@ -112,11 +133,14 @@ def render(args, rows):
         f"- Cell: `GRUCell({WIDTH})` on {WIDTH} features, batch 1; local = `LocalRecurrence(cell, M)`, RNN = "
         f"`keras.layers.RNN(cell, return_sequences=True)`; medians of {args.repeats} calls after warm-up",
         "- Memory: the XLA program's temporary buffers (JAX `memory_analysis`) for the forward pass; chunked = "
-        f"`chunk_size={CHUNK}`; window copy = the B·T·M·d floats the public R-Transformer code gathers",
+        f"`chunk_size={CHUNK}`; window copy = the B·T·M·d floats the public R-Transformer code gathers; "
+        "training = the same for the gradient of a loss of the outputs (training=True), where the chunked layer's "
+        "gradient recomputes each chunk",
         "",
         "| T | M | local: graph / XLA / JAX (ms) | chunked: JAX (ms) | RNN: graph / XLA / JAX (ms) "
-        "| local ÷ RNN (XLA) | local ÷ RNN (JAX) | temp MiB: local / chunked / RNN | window copy (MiB) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| local ÷ RNN (XLA) | local ÷ RNN (JAX) | temp MiB: local / chunked / RNN | window copy (MiB) "
+        "| training temp MiB: local / chunked |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         ms = {k: v * 1e3 for k, v in r.items() if isinstance(v, float)}
@@ -127,7 +151,8 @@ def render(args, rows):
             f"| {ms['rnn_graph']:,.1f} / {ms['rnn_xla']:,.1f} / {ms['rnn_jax']:,.1f} "
             f"| {r['local_xla'] / r['rnn_xla']:.2f}× | {r['local_jax'] / r['rnn_jax']:.2f}× "
             f"| {mib(r['local_temp_bytes']):,.1f} / {mib(r['chunked_temp_bytes']):,.1f} / "
-            f"{mib(r['rnn_temp_bytes']):,.1f} | {copy:,.1f} |"
+            f"{mib(r['rnn_temp_bytes']):,.1f} | {copy:,.1f} "
+            f"| {mib(r['local_train_temp_bytes']):,.1f} / {mib(r['chunked_train_temp_bytes']):,.1f} |"
         )
     return "\n".join(lines) + "\n"
 
