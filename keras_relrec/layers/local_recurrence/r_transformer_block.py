@@ -80,10 +80,12 @@ class RTransformerBlock(SameShapeAndMask, keras.layers.Layer):
             the same. In training the attention runs at once where the
             length is unknown when traced or where `dropout` > 0 (a
             recomputation would draw other masks). Default: all at once;
-            256 brings a training step at T = 3,000 (d = 32, 2 heads,
-            M = 7, N = 2, batch 8) from 3.3 GiB to 1.2 GiB on TensorFlow
-            (the public PyTorch code: 2.0 GiB) and from 2.5 GiB to 0.2 GiB
-            of XLA temporaries on JAX, in about the same time.
+            128 brings a training step at T = 3,000 (d = 32, 2 heads,
+            M = 7, N = 2, batch 8; peak resident memory) from 4.0 to 0.7
+            GiB on TensorFlow (the public PyTorch code: 2.0 GiB) at about
+            twice the time of all at once (1.6 against 0.9 s on 2 cores;
+            PyTorch: 7.9 s), and from 2.7 to 0.4 GiB on JAX in about the
+            same time.
         kernel_initializer, recurrent_initializer, bias_initializer: Of the
             dense layers' and cells' kernels, the cells' recurrent kernels
             and every bias.
