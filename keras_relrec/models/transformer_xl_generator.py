@@ -25,10 +25,11 @@ class _Step(keras.layers.Layer):
 
 
 class _Generation(keras.layers.Layer):
-    """prompt (batch, P), uniforms (batch, N), temperature (batch, 1) → the
-    N new tokens (batch, N): the prompt, then a loop over the new tokens,
-    all in one call so that the backend compiles it whole. After the prompt
-    the memories are kept as their keys and values (the backbone's
+    """After the prompt: its states, the logits of its last position (and in
+    segment mode the segment being written, its first `written` positions
+    valid), uniforms (batch, N) and temperature (batch, 1) → the N new
+    tokens (batch, N), in one call so that the backend compiles the loop
+    whole. The memories are kept as their keys and values (the backbone's
     `key_value_cache`), so a step projects only its own positions."""
 
     def __init__(self, backbone, head, mode, sampling, top_k, **kwargs):
@@ -36,27 +37,22 @@ class _Generation(keras.layers.Layer):
         self.backbone, self.head = backbone, head
         self.mode, self.sampling, self.top_k = mode, sampling, top_k
 
-    def call(self, prompt, uniforms, temperature):
-        batch, length = prompt.shape
-        count = uniforms.shape[1]
-        states = list(self.backbone.get_initial_state(batch))
-        if self.mode == "token":
-            hidden, states = self.backbone.streaming_step(prompt, states)
-            carry = (self._last_logits(hidden), *self._cache(states))
-        else:
-            carry = self._prompt_in_segments(prompt, states)
+    def call(self, states, logits, uniforms, temperature, pending=None, written=None):
+        batch, count = uniforms.shape
+        # Indices as int32 tensors: under JAX's x64 a Python 0 would be int64.
+        zero = ops.zeros((), "int32")
+        cache = self.backbone.key_value_cache(list(states)) if states else []
+        carry = (logits, *cache) if self.mode == "token" else (logits, pending, written[0, 0], *cache)
 
         def body(index, carry):
             tokens, logits, *rest = carry
-            token = self._choose(logits, ops.slice(uniforms, (0, index), (batch, 1)), temperature)
-            tokens = ops.slice_update(tokens, (0, index), token)
+            index = ops.cast(index, "int32")
+            token = self._choose(logits, ops.slice(uniforms, (zero, index), (batch, 1)), temperature)
+            tokens = ops.slice_update(tokens, (zero, index), token)
             return (tokens, *self._advance(token, *rest))
 
         tokens, *_ = ops.fori_loop(0, count, body, (ops.zeros((batch, count), "int32"), *carry))
         return tokens
-
-    def _cache(self, states):
-        return self.backbone.key_value_cache(states) if states else []
 
     def _run(self, tokens, cache):
         """The backbone on `tokens` (batch, L ≤ segment_len), all taken as
@@ -65,45 +61,24 @@ class _Generation(keras.layers.Layer):
             return self.backbone.streaming_step(tokens, [])
         return self.backbone.call_with_cache(tokens, list(cache))
 
-    def _last_logits(self, hidden):
-        return self.head(hidden[:, -1:])[:, 0]
-
     def _advance(self, token, *rest):
         """After `token` (batch, 1): the next logits and what the loop carries."""
         if self.mode == "token":
             hidden, cache = self._run(token, rest)
-            return (self._last_logits(hidden), *cache)
+            return (self.head(hidden)[:, 0], *cache)
         pending, written, *cache = rest
-        pending = ops.slice_update(pending, (0, written), token)
-        return self._run_pending(pending, written + 1, cache)
-
-    def _prompt_in_segments(self, prompt, states):
-        """Segment mode: the prompt's whole segments go into the memories,
-        the rest is the segment being written (`pending`, `written` of it)."""
-        batch, length = prompt.shape
-        segment = self.backbone.segment_len
-        whole = length - length % segment
-        logits = None
-        if whole:
-            hidden, states = self.backbone.streaming_step(prompt[:, :whole], states)
-            logits = self._last_logits(hidden)
-        pending = ops.pad(prompt[:, whole:], [[0, 0], [0, segment - (length - whole)]])
-        written = ops.convert_to_tensor(length - whole, "int32")
-        if whole == length:
-            return (logits, pending, written, *self._cache(states))
-        return self._run_pending(pending, written, self._cache(states))
-
-    def _run_pending(self, pending, written, cache):
-        """The segment being written, its first `written` positions valid,
-        from the memories of its start; a full one moves into them. The
-        positions after `written` cannot change those before (the attention
-        is causal) and enter the memories only once written."""
+        zero = ops.zeros((), "int32")
+        pending = ops.slice_update(pending, (zero, written), token)
+        written = written + 1
+        # The segment being written, from the memories of its start; a full
+        # one moves into them. Its positions after `written` cannot change
+        # those before (the attention is causal).
         batch, segment = pending.shape
         hidden, new_cache = self._run(pending, cache)
-        hidden = ops.slice(hidden, (0, written - 1, 0), (batch, 1, hidden.shape[-1]))
+        hidden = ops.slice(hidden, (zero, written - 1, zero), (batch, 1, hidden.shape[-1]))
         full = written == segment
         cache = [ops.where(full, new, old) for new, old in zip(new_cache, cache)]
-        return (self.head(hidden)[:, 0], pending, ops.where(full, 0, written), *cache)
+        return (self.head(hidden)[:, 0], pending, ops.where(full, zero, written), *cache)
 
     def _choose(self, logits, uniform, temperature):
         """The next token (batch, 1): the argmax, or a draw from
@@ -112,13 +87,15 @@ class _Generation(keras.layers.Layer):
         if self.sampling == "greedy":
             return ops.cast(ops.argmax(logits, axis=-1), "int32")[:, None]
         dtype = "float64" if logits.dtype == "float64" else "float32"
-        scaled = ops.cast(logits, dtype) / ops.cast(temperature, dtype)
+        logits = ops.cast(logits, dtype)
+        # The maximum first: a small temperature cannot overflow the rest.
+        scaled = (logits - ops.max(logits, axis=-1, keepdims=True)) / ops.cast(temperature, dtype)
         if self.top_k is not None:
             kth = ops.top_k(scaled, self.top_k)[0][:, -1:]
             scaled = ops.where(scaled < kth, ops.cast(-np.inf, dtype), scaled)
         cumulative = ops.cumsum(ops.softmax(scaled, axis=-1), axis=-1)
         below = ops.cast(cumulative < ops.cast(uniform, dtype) * cumulative[:, -1:], "int32")
-        return ops.minimum(ops.sum(below, axis=-1, keepdims=True), logits.shape[-1] - 1)
+        return ops.cast(ops.minimum(ops.sum(below, axis=-1, keepdims=True), logits.shape[-1] - 1), "int32")
 
 
 class TransformerXLGenerator:
@@ -144,16 +121,20 @@ class TransformerXLGenerator:
     token costs one step of the model and no round trip to Python. After
     the prompt the memories are kept as their keys and values
     (`SegmentRecurrence.key_value_cache`), so a step projects only its own
-    positions, not the whole memory. A call compiles once per (batch,
-    prompt length, max_new_tokens, mode, sampling, top_k) and reuses it.
+    positions, not the whole memory. The prompt runs segment by segment
+    through a compiled step (one per segment length); the loop compiles
+    once per (batch, max_new_tokens, mode, sampling, top_k) and is reused.
+    The sampling's cumulative distribution is summed in float32 (float64
+    under the float64 policy): over a vocabulary of hundreds of thousands
+    its rounding moves a few tenths of a percent of probability.
 
     Args:
         backbone: A built `TransformerXL` that embeds tokens.
         head: A layer from the backbone's outputs to logits.
         jit_compile: On TensorFlow, whether the loop is compiled with XLA
             (`True`) or runs as a TensorFlow graph (`False`); `"auto"`: XLA,
-            the faster of the two in the benchmarks (`bench_vs_pytorch.py`
-            times both). JAX always compiles with XLA.
+            which was the faster of the two in our measurements. JAX always
+            compiles with XLA, whatever this says.
 
     Example:
 
@@ -179,7 +160,8 @@ class TransformerXLGenerator:
         """The model for `key`, built by `build()` on first use."""
         if key not in self._models:
             model = build()
-            model.jit_compile = self.jit_compile != False  # noqa: E712 ("auto" compiles too)
+            # "auto" compiles too; Keras would leave JAX uncompiled with False.
+            model.jit_compile = self.jit_compile is not False or keras.backend.backend() == "jax"
             self._models[key] = model
         return self._models[key]
 
@@ -194,20 +176,28 @@ class TransformerXLGenerator:
     def step(self, tokens, states):
         """Runs `tokens` (batch, steps) from `states`: (logits, new states)."""
         tokens = np.asarray(tokens, "int32")
-        logits, *states = self._step_model(*tokens.shape).predict_on_batch([tokens, *states])
+        outputs = self._step_model(*tokens.shape).predict_on_batch([tokens, *states])
+        # Without memory the model has one output, not a list.
+        logits, *states = outputs if isinstance(outputs, (list, tuple)) else [outputs]
         return np.asarray(logits), [np.asarray(s) for s in states]
 
     def initial_state(self, batch):
         return [np.asarray(s) for s in self.backbone.get_initial_state(batch)]
 
-    def _generation_model(self, batch, length, count, mode, sampling, top_k):
+    def _generation_model(self, batch, count, mode, sampling, top_k, logits_dtype):
         def build():
-            prompt = keras.Input((length,), batch_size=batch, dtype="int32")
+            states = [keras.Input(shape, batch_size=batch, dtype=dtype)
+                      for _, shape, dtype in self.backbone.streaming_state_specs()]
+            logits = keras.Input((self.backbone.vocabulary_size,), batch_size=batch, dtype=logits_dtype)
             uniforms = keras.Input((count,), batch_size=batch, dtype="float32")
             temperature = keras.Input((1,), batch_size=batch, dtype="float32")
+            inputs = [states, logits, uniforms, temperature]
+            if mode == "segment":
+                inputs += [keras.Input((self.backbone.segment_len,), batch_size=batch, dtype="int32"),
+                           keras.Input((1,), batch_size=batch, dtype="int32")]
             generation = _Generation(self.backbone, self.head, mode, sampling, top_k)
-            return keras.Model([prompt, uniforms, temperature], generation(prompt, uniforms, temperature))
-        return self._compiled(("generate", batch, length, count, mode, sampling, top_k), build)
+            return keras.Model(inputs, generation(*inputs))
+        return self._compiled(("generate", batch, count, mode, sampling, top_k, logits_dtype), build)
 
     def generate(self, prompt, max_new_tokens, mode="token", sampling="greedy", temperature=1.0, top_k=None,
                  seed=None):
@@ -244,6 +234,11 @@ class TransformerXLGenerator:
         validation.check_choice("mode", mode, MODES)
         validation.check_choice("sampling", sampling, SAMPLINGS)
         temperature = validation.check_positive_float("temperature", temperature)
+        if not np.float32(temperature) > 0:
+            raise ValueError(
+                f"Argument `temperature` is taken in float32, where {temperature!r} is 0; pass at least "
+                f"{np.finfo('float32').smallest_subnormal}, or sampling=\"greedy\"."
+            )
         if top_k is not None:
             top_k = validation.check_positive_int("top_k", top_k)
             if sampling != "sample" or top_k > vocabulary:
@@ -256,7 +251,25 @@ class TransformerXLGenerator:
         if max_new_tokens == 0:
             return prompt.astype("int32")
         batch, length = prompt.shape
-        uniforms = rng.random((batch, max_new_tokens), dtype="float32")
-        model = self._generation_model(batch, length, max_new_tokens, mode, sampling, top_k)
-        new = model.predict_on_batch([prompt.astype("int32"), uniforms, np.full((batch, 1), temperature, "float32")])
+        segment = self.backbone.segment_len
+        prompt = prompt.astype("int32")
+        # The prompt segment by segment (a compiled step per segment length,
+        # whatever the prompt's); in segment mode its last, partial segment
+        # is the one being written.
+        whole = length - (length % segment if mode == "segment" else 0)
+        states = self.initial_state(batch)
+        logits = None
+        for start in range(0, whole, segment):
+            logits, states = self.step(prompt[:, start : start + segment], states)
+        rest = prompt[:, whole:]
+        extra = []
+        if mode == "segment":
+            if rest.shape[1]:
+                logits, _ = self.step(rest, states)
+            extra = [np.pad(rest, [[0, 0], [0, segment - rest.shape[1]]]), np.full((batch, 1), rest.shape[1], "int32")]
+        # In (0, 1]: u = 0 would pick the first token whatever its probability.
+        uniforms = 1.0 - rng.random((batch, max_new_tokens), dtype="float32")
+        model = self._generation_model(batch, max_new_tokens, mode, sampling, top_k, str(logits.dtype))
+        new = model.predict_on_batch([states, logits[:, -1], uniforms, np.full((batch, 1), temperature, "float32"),
+                                      *extra])
         return np.concatenate([prompt, np.asarray(new)], axis=1).astype("int32")

@@ -8,6 +8,7 @@ import pytest
 
 from keras_relrec.layers import TransformerXL
 from keras_relrec.models import TransformerXLGenerator
+from tests.layers.float64 import float64_policy
 
 VOCABULARY = 7
 
@@ -109,3 +110,39 @@ def test_sampling_draws_from_the_tempered_softmax(top_k):
     got = np.bincount(tokens, minlength=VOCABULARY) / len(tokens)
     np.testing.assert_array_less(np.abs(got - want), 5 * np.sqrt(want * (1 - want) / len(tokens)) + 1e-12)
     assert (got[want == 0] == 0).all()
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("mode", ["token", "segment"])
+@pytest.mark.parametrize(("mem_len", "segment_len"), [(0, 3), (4, 1)], ids=["no-memory", "segments-of-one"])
+def test_without_memory_and_with_segments_of_one(mode, mem_len, segment_len):
+    backbone, head = language_model(mem_len=mem_len, segment_len=segment_len)
+    prompt = np.random.default_rng(6).integers(0, VOCABULARY, size=(2, 4))
+    generator = TransformerXLGenerator(backbone, head)
+    tokens = generator.generate(prompt, 5, mode=mode)
+    assert tokens.shape == (2, 9)
+    if mode == "segment":
+        greedy_under_the_whole_model(backbone, head, tokens, 4)
+    else:
+        np.testing.assert_array_equal(tokens, greedy_by_steps(generator, prompt, 5))
+
+
+@pytest.mark.jax
+def test_float64_generates_what_the_streaming_step_chooses():
+    """Under the float64 policy (64-bit types on JAX): every index of the
+    loop stays int32."""
+    with float64_policy():
+        backbone, head = language_model(mem_len=4)
+        prompt = np.random.default_rng(7).integers(0, VOCABULARY, size=(2, 4))
+        generator = TransformerXLGenerator(backbone, head)
+        np.testing.assert_array_equal(generator.generate(prompt, 6), greedy_by_steps(generator, prompt, 6))
+        for mode in ("token", "segment"):
+            tokens = generator.generate(prompt, 4, mode=mode, sampling="sample", top_k=3, seed=1)
+            assert tokens.dtype == np.int32 and tokens.max() < VOCABULARY
+
+
+def test_a_temperature_float32_cannot_hold_is_refused():
+    backbone, head = language_model(mem_len=4)
+    with pytest.raises(ValueError, match="temperature.*float32"):
+        TransformerXLGenerator(backbone, head).generate(np.ones((1, 2), "int32"), 2, sampling="sample",
+                                                        temperature=1e-50)

@@ -391,7 +391,10 @@ def write_slots(ring, new, cursor, axis):
     slots, length = ring.shape[axis], new.shape[axis]
     new = ops.cast(new, ring.dtype)
     if length == 1:  # a token step: one slot, written in place
-        return ops.slice_update(ring, [cursor if a == axis else 0 for a in range(len(ring.shape))], new)
+        # int32 zeros: under JAX's x64 a Python 0 would be int64, the
+        # cursor int32.
+        zero, cursor = ops.zeros((), "int32"), ops.cast(cursor, "int32")
+        return ops.slice_update(ring, [cursor if a == axis else zero for a in range(len(ring.shape))], new)
     offset = ops.mod(ops.arange(slots, dtype="int32") - cursor, slots)
     source = ops.clip(offset + slots * ((length - 1 - offset) // slots), 0, length - 1)
     written = ops.reshape(offset < length, (slots,) + (1,) * (len(ring.shape) - axis - 1))

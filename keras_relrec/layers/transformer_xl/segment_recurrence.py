@@ -54,8 +54,8 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
     paper trains: gradients stop at the memory), and streaming as a
     `StreamingLayer` with one segment per step (SavedModel `step`, TFLite
     streaming). Masking: a masked position is never attended, its output
-    is zeros, and it keeps its place in the distances. With a `FifoMemory`,
-    decoding (inference) can keep each memory as its keys and values
+    is zeros, and it keeps its place in the distances. With a `FifoMemory`
+    of mem_len > 0, decoding (inference) can keep each memory as its keys and values
     instead (`key_value_cache`, `call_with_cache`): a step then projects
     only its own positions, as `TransformerXLGenerator` does.
 
@@ -282,6 +282,8 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
         scalar): `[keys_0, values_0, …, keys_(n−1), values_(n−1), table_0, …,
         table_(n−1), memory_mask, cursor]`."""
         self._check_decoding("key_value_cache")
+        states = list(states)
+        self._check_states(states, "states")
         *memories, memory_mask = states
         cache = []
         for block, memory in zip(self.blocks, memories):
@@ -316,6 +318,9 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
                 f"key_value_cache; received {len(cache)}."
             )
         tables, (slot_valid, cursor) = cache[2 * layers : 3 * layers], cache[3 * layers :]
+        if len(inputs.shape) != (2 if self.vocabulary_size is not None else 3):
+            raise ValueError(self._wrong_input(tuple(inputs.shape)))
+        validation.check_states_batch(self, inputs, [slot_valid])
         slots = slot_valid.shape[1]
         # Query i sees the positions at distance 0 … mem_len + i from it
         # (below mem_len with same_length): of the slots (the latest, before
@@ -368,24 +373,28 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
     def _initial_state(self, inputs, initial_state):
         if initial_state is not None:
             initial_state = list(initial_state)
-            specs = self.streaming_state_specs()
-            if len(initial_state) != len(specs):
-                raise ValueError(
-                    f"{type(self).__name__} expects {len(specs)} initial states "
-                    f"({', '.join(name for name, _, _ in specs)}); received {len(initial_state)}."
-                )
-            for (name, shape, _), state in zip(specs, initial_state):
-                if tuple(state.shape[1:]) != shape:
-                    raise ValueError(
-                        f"{type(self).__name__} expects initial state '{name}' of shape (batch, "
-                        f"{', '.join(map(str, shape))}); received shape {tuple(state.shape)}."
-                    )
+            self._check_states(initial_state, "initial states")
             validation.check_states_batch(self, inputs, initial_state)
             return initial_state
         if self.stateful:
             return state_variables.read(self, inputs)
         batch = axis_size(inputs, 0)
         return self.get_initial_state(batch)
+
+    def _check_states(self, states, what):
+        """The policy's states: their count and shapes."""
+        specs = self.streaming_state_specs()
+        if len(states) != len(specs):
+            raise ValueError(
+                f"{type(self).__name__} expects {len(specs)} {what} "
+                f"({', '.join(name for name, _, _ in specs)}); received {len(states)}."
+            )
+        for (name, shape, _), state in zip(specs, states):
+            if tuple(state.shape[1:]) != shape:
+                raise ValueError(
+                    f"{type(self).__name__} expects {what[:-1]} '{name}' of shape (batch, "
+                    f"{', '.join(map(str, shape))}); received shape {tuple(state.shape)}."
+                )
 
     def _embed(self, inputs, training):
         if self.embedding is None:

@@ -72,3 +72,17 @@ def test_what_decoding_refuses_says_why():
                   SegmentCacheTransformer(1, 1, 2, 4, 4, segment_len=2, num_slots=2, top_k=1)):
         with pytest.raises(ValueError, match="needs a memory of projected positions, a FifoMemory with mem_len > 0"):
             layer.key_value_cache([])
+
+
+def test_states_and_inputs_that_do_not_fit_the_cache_say_so():
+    model = make_backbone()
+    states = model.get_initial_state(2)
+    with pytest.raises(ValueError, match="expects 3 states"):
+        model.key_value_cache(states[1:])
+    with pytest.raises(ValueError, match="state 'memory_0' of shape"):
+        model.key_value_cache([states[0][:, :2], *states[1:]])
+    cache = model.key_value_cache(states)
+    with pytest.raises(ValueError, match="batch size 2 for inputs of batch size 1"):
+        model.call_with_cache(np.zeros((1, 1, D), "float32"), cache)
+    with pytest.raises(ValueError, match="expects inputs"):
+        model.call_with_cache(np.zeros((2, 1), "int32"), cache)
