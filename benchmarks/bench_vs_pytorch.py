@@ -46,7 +46,7 @@ within 1e-4, or the run stops):
 4. **R-Transformer block training at T = 3,000**, batch 1, d = 64, 4
    heads, window 8, one local GRU layer: forward, backward (mean squared
    error) and an Adam step; time and peak memory. Ours: `RTransformerBlock`
-   (graph, XLA); PyTorch: `Block` of DSE-MSU/R-transformer
+   (graph, XLA; each also with `chunk_size=128`); PyTorch: `Block` of DSE-MSU/R-transformer
    (`models/RTransformer.py`, its `.cuda()` calls made no-ops), eager and
    compiled. Check: the block's outputs, weights loaded with
    `keras_relrec.migrate.load_r_transformer_block`. Memory: each variant
@@ -601,15 +601,24 @@ def ours_rt(spec, folder, weights):
     x = peer["x"]
     y = np.random.default_rng(1).standard_normal(x.shape, dtype=np.float32)
     variants, check = {}, None
-    for jit in (False, True):
-        inputs = keras.Input(x.shape[1:], batch_size=spec["batch"])
-        block = RTransformerBlock(spec["heads"], spec["window"], num_local_layers=spec["local_layers"], cell="gru")
-        model = keras.Model(inputs, block(inputs))
-        load_r_transformer_block(block, state)
-        compile_model(model, "mse", jit)
-        if check is None:
-            check = {"output": model.predict_on_batch(x)}
-        variants["XLA" if jit else "graph"] = lambda m=model: m.train_on_batch(x, y)
+    # The block as it comes, and in chunks of 128 steps (the local
+    # recurrence and the attention a chunk at a time, recomputed in the
+    # backward pass): less memory for more time.
+    for chunk_size in (None, 128):
+        for jit in (False, True):
+            inputs = keras.Input(x.shape[1:], batch_size=spec["batch"])
+            block = RTransformerBlock(spec["heads"], spec["window"], num_local_layers=spec["local_layers"],
+                                      cell="gru", chunk_size=chunk_size)
+            model = keras.Model(inputs, block(inputs))
+            load_r_transformer_block(block, state)
+            compile_model(model, "mse", jit)
+            output = model.predict_on_batch(x)
+            if check is None:
+                check = {"output": output}
+            elif not np.allclose(output, check["output"], atol=1e-5):
+                raise SystemExit(f"RTransformerBlock(chunk_size={chunk_size}) answers otherwise than unchunked")
+            name = ("XLA" if jit else "graph") + ("" if chunk_size is None else f", chunk_size={chunk_size}")
+            variants[name] = lambda m=model: m.train_on_batch(x, y)
     return {"variants": variants, "check": check, "info": {"params": block.count_params()}}
 
 
@@ -802,7 +811,8 @@ def rt_rows(args, workers, s, t0, python, folder):
     # Peak memory: a fresh process per variant.
     row.memory = {}
     for label, side in (("PyTorch", "peer"), ("ours-tf", "ours-tf")):
-        variants = ["eager", "compile"] if side == "peer" else ["graph", "XLA"]
+        variants = ["eager", "compile"] if side == "peer" else [
+            "graph", "XLA", "graph, chunk_size=128", "XLA, chunk_size=128"]
         for variant in variants:
             if f"{label} {variant}" in row.failed or (variant == "compile" and args.no_compile):
                 continue
@@ -819,7 +829,9 @@ def rt_rows(args, workers, s, t0, python, folder):
 
 
 MODE_NAMES = {("ours-tf", "graph"): "TF graph", ("ours-tf", "XLA"): "TF XLA", ("ours-tf", "default"): "TF",
-              ("ours-jax", "default"): "JAX", ("PyTorch", "eager"): "eager", ("PyTorch", "compile"): "compile"}
+              ("ours-jax", "default"): "JAX", ("PyTorch", "eager"): "eager", ("PyTorch", "compile"): "compile",
+              ("ours-tf", "graph, chunk_size=128"): "TF graph in chunks of 128",
+              ("ours-tf", "XLA, chunk_size=128"): "TF XLA in chunks of 128"}
 
 
 def value(row, seconds):
