@@ -65,9 +65,8 @@ class LocalRecurrence(keras.layers.Layer, StreamingLayer):
     (a length known when traced) the chunks run in a loop whose gradient
     recomputes each chunk's M steps (`keras.remat`) instead of keeping
     them: the forward pass keeps the inputs and outputs, the backward pass
-    one chunk's activations at a time (at B = 8, T = 3,000, M = 7, a GRU
-    of 32 units: 182 MiB of XLA temporaries at once, 22 MiB with C = 256),
-    for one more forward pass of the cell. Training runs at once where the
+    one chunk's activations at a time, for one more forward pass of the
+    cell (the figures: `benchmarks/RESULTS.md`). Training runs at once where the
     length is unknown when traced, or where the cell has dropout (a
     recomputation would draw other masks). The results are the same.
 

@@ -79,13 +79,12 @@ class RTransformerBlock(SameShapeAndMask, keras.layers.Layer):
             (batch, heads, T, T) tensor is made or kept; the results are
             the same. In training the attention runs at once where the
             length is unknown when traced or where `dropout` > 0 (a
-            recomputation would draw other masks). Default: all at once;
-            128 brings a training step at T = 3,000 (d = 32, 2 heads,
-            M = 7, N = 2, batch 8; peak resident memory) from 4.0 to 0.7
-            GiB on TensorFlow (the public PyTorch code: 2.0 GiB) at about
-            twice the time of all at once (1.6 against 0.9 s on 2 cores;
-            PyTorch: 7.9 s), and from 2.7 to 0.4 GiB on JAX in about the
-            same time.
+            recomputation would draw other masks). Default: all at once.
+            Chunks trade time for memory: at thousands of steps they keep
+            a training step's peak memory a fraction of what all at once
+            needs, for up to about twice the time on TensorFlow (the
+            figures, against the public PyTorch code too:
+            `benchmarks/RESULTS.md`).
         kernel_initializer, recurrent_initializer, bias_initializer: Of the
             dense layers' and cells' kernels, the cells' recurrent kernels
             and every bias.
