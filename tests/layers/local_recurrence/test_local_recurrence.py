@@ -4,10 +4,6 @@ the left, every window from the zero state, the last step kept), and its
 masking, chunking, stateful and streaming behaviour. The equations hold in
 float32 and under the float64 policy (tests/layers/float64.py)."""
 
-import os
-import subprocess
-import sys
-
 import keras
 import numpy as np
 import pytest
@@ -19,6 +15,7 @@ from keras_relrec.export import run_streaming
 from keras_relrec.layers import LocalRecurrence
 from keras_relrec.layers import PeepholeLSTMCell
 from tests.export.saved_model_stream import stream_saved_model
+from tests.layers.local_recurrence.gradient_memory import gradient_temporaries
 
 ATOL = 1e-5
 
@@ -209,23 +206,7 @@ def test_chunked_training_keeps_one_chunk_of_activations():
     """The XLA program of a training step (JAX) needs a fraction of the
     temporary memory with chunks: the gradient recomputes each chunk's
     steps instead of keeping them all."""
-    code = """if True:
-        import jax, keras, numpy as np
-        from keras_relrec.layers import LocalRecurrence
-        def temp(chunk):
-            layer = LocalRecurrence(keras.layers.GRUCell(16), 7, chunk_size=chunk)
-            x = np.zeros((4, 2000, 16), "float32")
-            layer(x[:, :2])
-            ntv = [v.value for v in layer.non_trainable_variables]
-            loss = lambda tv, x: (layer.stateless_call(tv, ntv, x, training=True)[0] ** 2).sum()
-            tv = [v.value for v in layer.trainable_variables]
-            compiled = jax.jit(jax.grad(loss)).lower(tv, x).compile()
-            return compiled.memory_analysis().temp_size_in_bytes
-        print(temp(None), temp(100))
-    """
-    env = {**os.environ, "KERAS_BACKEND": "jax"}
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    whole, chunked = map(int, result.stdout.split()[-2:])
+    whole, chunked = gradient_temporaries("LocalRecurrence", "keras.layers.GRUCell(16), 7", (4, 2000, 16), 100)
     assert chunked < 0.2 * whole, (whole, chunked)
 
 

@@ -10,7 +10,6 @@ the committed arrays."""
 import os
 import pathlib
 import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -18,6 +17,7 @@ import pytest
 
 from keras_relrec.layers import RTransformerBlock
 from keras_relrec.migrate import load_r_transformer_block
+from tests.layers.local_recurrence.gradient_memory import gradient_temporaries
 from tests.layers.local_recurrence.test_local_recurrence import gru_np
 from tests.layers.local_recurrence.test_local_recurrence import local_recurrence_np
 
@@ -172,23 +172,7 @@ def test_chunked_block_keeps_no_attention_matrix():
     """The XLA program of a training step (JAX) at T = 1,500: without
     chunks it keeps (batch, heads, T, T) weights for the gradient; with
     them, a fraction of that memory."""
-    code = """if True:
-        import jax, keras, numpy as np
-        from keras_relrec.layers import RTransformerBlock
-        def temp(chunk):
-            block = RTransformerBlock(2, 5, chunk_size=chunk)
-            x = np.zeros((2, 1500, 16), "float32")
-            block(x[:, :2])
-            ntv = [v.value for v in block.non_trainable_variables]
-            loss = lambda tv, x: (block.stateless_call(tv, ntv, x, training=True)[0] ** 2).sum()
-            tv = [v.value for v in block.trainable_variables]
-            compiled = jax.jit(jax.grad(loss)).lower(tv, x).compile()
-            return compiled.memory_analysis().temp_size_in_bytes
-        print(temp(None), temp(100))
-    """
-    env = {**os.environ, "KERAS_BACKEND": "jax"}
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    whole, chunked = map(int, result.stdout.split()[-2:])
+    whole, chunked = gradient_temporaries("RTransformerBlock", "2, 5", (2, 1500, 16), 100)
     weights = 2 * 2 * 1500 * 1500 * 4  # one (batch, heads, T, T) float32 tensor
     assert whole > 2 * weights and chunked < weights / 2, (whole, chunked, weights)
 

@@ -8,21 +8,11 @@ import numpy as np
 import pytest
 
 from keras_relrec.layers import SegmentCacheTransformer
-from keras_relrec.layers import TransformerXL
 from tests.layers.transformer_xl.numpy_reference import backbone_call_np
-from tests.layers.transformer_xl.numpy_reference import random_weights
+from tests.layers.transformer_xl.test_transformer_xl_equations import D
+from tests.layers.transformer_xl.test_transformer_xl_equations import make_backbone
 
 ATOL = 1e-5
-H, DH, D, DI = 2, 3, 6, 10
-
-
-def make_backbone(**kwargs):
-    options = {"num_layers": 2, "num_heads": H, "head_size": DH, "hidden_dim": D, "intermediate_dim": DI,
-               "segment_len": 3, "mem_len": 4, **kwargs}
-    model = TransformerXL(**options)
-    model(np.zeros((1, 3), "int32") if model.vocabulary_size else np.zeros((1, 3, D), "float32"))
-    random_weights(model, 6)
-    return model
 
 
 @pytest.mark.parametrize(("options", "lengths"), [
