@@ -34,7 +34,9 @@ within 1e-4, or the run stops):
 3. **Relational memory core training step**, batch 32, 8 steps: the
    paper-sized memory (8 slots, 8 heads of 64, rows 40 wide) and a small
    one (4 slots, 2 heads of 32, rows 16 wide), then `Dense(8)` and cross-
-   entropy, Adam. Ours: `RNN(RelationalMemoryCell(...))`, graph and XLA.
+   entropy, Adam. Ours: `RNN(RelationalMemoryCell(...))`, graph and XLA
+   on TensorFlow, XLA on JAX, each compiled also with the steps unrolled
+   (`RNN(unroll=True)`).
    PyTorch: `RelationalMemory` of the L0SG port
    (`relational_rnn_general.py`; one line changed as it loads: its
    in-place `q *=` on a view, which current torch refuses, made out of
@@ -577,15 +579,21 @@ def ours_rmc(spec, folder, weights):
     x = rng.standard_normal((spec["batch"], spec["steps"], spec["features"]), dtype=np.float32)
     y = rng.integers(0, NUM_CLASSES, spec["batch"]).astype("int32")
     variants = {}
-    for jit in (False, True):
+    # The loop as a graph (TensorFlow only) and compiled, and compiled with
+    # the steps unrolled (`RNN(unroll=True)`, for short sequences).
+    modes = [(False, False), (True, False), (True, True)]
+    if keras.backend.backend() == "jax":
+        modes = modes[1:]
+    for jit, unroll in modes:
         keras.utils.set_random_seed(0)
         inputs = keras.Input((spec["steps"], spec["features"]), batch_size=spec["batch"])
         rnn = keras.layers.RNN(RelationalMemoryCell(spec["mem_slots"], spec["head_size"],
-                                                    num_heads=spec["num_heads"]))
+                                                    num_heads=spec["num_heads"]), unroll=unroll)
         model = keras.Model(inputs, keras.layers.Dense(NUM_CLASSES)(rnn(inputs)))
         model.compile(optimizer=keras.optimizers.Adam(1e-3),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
-        variants["XLA" if jit else "graph"] = lambda m=model: m.train_on_batch(x, y)
+        name = ("XLA" if jit else "graph") + (", unrolled" if unroll else "")
+        variants[name] = lambda m=model: m.train_on_batch(x, y)
     return {"variants": variants, "info": {"params": rnn.count_params()}}
 
 
@@ -789,7 +797,8 @@ def rmc_rows(args, workers, s, t0):
         row = Row(f"Relational memory training step, {size['name']}, batch {size['batch']}, "
                   f"{size['steps']} steps")
         prepare(row, "PyTorch", workers["peer"], "rmc", spec, t0)
-        prepare(row, "ours-tf", workers["ours-tf"], "rmc", spec, t0)
+        for label in ("ours-tf", "ours-jax"):
+            prepare(row, label, workers[label], "rmc", spec, t0)
         row.agree = (f"not the same function (parameters: ours {row.info['ours-tf']['params']:,}, "
                      f"port {row.info['PyTorch']['params']:,})")
         time_row(row, args.repeats, t0)
@@ -831,7 +840,9 @@ def rt_rows(args, workers, s, t0, python, folder):
 MODE_NAMES = {("ours-tf", "graph"): "TF graph", ("ours-tf", "XLA"): "TF XLA", ("ours-tf", "default"): "TF",
               ("ours-jax", "default"): "JAX", ("PyTorch", "eager"): "eager", ("PyTorch", "compile"): "compile",
               ("ours-tf", "graph, chunk_size=128"): "TF graph in chunks of 128",
-              ("ours-tf", "XLA, chunk_size=128"): "TF XLA in chunks of 128"}
+              ("ours-tf", "XLA, chunk_size=128"): "TF XLA in chunks of 128",
+              ("ours-tf", "XLA, unrolled"): "TF XLA unrolled", ("ours-jax", "XLA"): "JAX",
+              ("ours-jax", "XLA, unrolled"): "JAX unrolled"}
 
 
 def value(row, seconds):
@@ -987,7 +998,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="bench_vs_pytorch_") as folder:
         workers = {"peer": Worker("peer", python, folder, args.threads),
                    "ours-tf": Worker("ours-tf", sys.executable, folder, args.threads)}
-        if "txl-gen" in args.only:
+        if "txl-gen" in args.only or "rmc" in args.only:
             workers["ours-jax"] = Worker("ours-jax", sys.executable, folder, args.threads)
         try:
             peer_versions = workers["peer"].call(cmd="versions")
