@@ -320,6 +320,27 @@ def hf_model(spec, weights_folder):
     return model, path
 
 
+def training_variants(module, loss, optimizer, compile):
+    """{"eager": step, "compile": step}: one training step (the loss, its
+    backward pass, the optimizer's step) with `module` as it is and under
+    `torch.compile` (with `compile` only); `loss(forward)` computes the
+    loss with `forward` in the module's place."""
+    import torch
+
+    def step(forward):
+        value = loss(forward)
+        value.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return value.item()
+
+    variants = {"eager": lambda: step(module)}
+    if compile:
+        compiled = torch.compile(module)
+        variants["compile"] = lambda: step(compiled)
+    return variants
+
+
 def peer_txl_gen(spec, folder, _weights):
     import numpy as np
     import torch
@@ -369,17 +390,8 @@ def peer_txl_train(spec, folder, _weights):
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
 
-    def step(forward):
-        loss = forward(input_ids=tokens, mems=mems, labels=tokens).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return loss.item()
-
-    variants = {"eager": lambda: step(model)}
-    if spec["compile"]:
-        compiled = torch.compile(model)
-        variants["compile"] = lambda: step(compiled)
+    variants = training_variants(model, lambda forward: forward(input_ids=tokens, mems=mems, labels=tokens).loss,
+                                 optimizer, spec["compile"])
     return {"variants": variants, "weights": path,
             "check": {"log_probs": log_probs, "tokens": tokens.numpy(), "mems": mems_np},
             "info": {"params": sum(p.numel() for p in model.parameters())}}
@@ -431,17 +443,7 @@ def peer_rmc(spec, folder, _weights):
         output, _ = rmc(x, memory)
         return torch.nn.functional.cross_entropy(head(output), y)
 
-    def step(forward):
-        loss = forward(x, y, memory)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return loss.item()
-
-    variants = {"eager": lambda: step(loss_of)}
-    if spec["compile"]:
-        compiled = torch.compile(loss_of)
-        variants["compile"] = lambda: step(compiled)
+    variants = training_variants(loss_of, lambda forward: forward(x, y, memory), optimizer, spec["compile"])
     # `[nn.Linear] * 2` counts its one Linear once.
     return {"variants": variants, "info": {"params": sum(p.numel() for p in rmc.parameters())}}
 
@@ -467,17 +469,8 @@ def peer_rt(spec, folder, _weights):
     np.savez(path, **{k: v.detach().numpy() for k, v in block.state_dict().items()})
     optimizer = torch.optim.Adam(block.parameters(), lr=1e-4)
 
-    def step(forward):
-        loss = torch.nn.functional.mse_loss(forward(x), y)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return loss.item()
-
-    variants = {"eager": lambda: step(block)}
-    if spec["compile"]:
-        compiled = torch.compile(block)
-        variants["compile"] = lambda: step(compiled)
+    variants = training_variants(block, lambda forward: torch.nn.functional.mse_loss(forward(x), y), optimizer,
+                                 spec["compile"])
     return {"variants": variants, "weights": path, "check": {"x": x.numpy(), "output": output},
             "info": {"params": sum(p.numel() for p in block.parameters())}}
 
