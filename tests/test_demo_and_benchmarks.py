@@ -193,6 +193,8 @@ def test_ucr_goal_lines_judge_each_kind_of_set(monkeypatch):
         "majority-class rate on no set (any seed).",
         "- C(TABL): 95.0, above 1-NN DTW (+2.0; by kind of set: univariate +2.0, multivariate +2.0); at the "
         "majority-class rate on no set (any seed).",
+        "- DRRT: 99.0 on the multivariate sets only (+3.0 against 1-NN DTW); at the majority-class rate on no set "
+        "(any seed).",
         "- recurrent NBoF, kernels (an option, not a default): 95.0 on the multivariate sets only (-1.0 against "
         "1-NN DTW); at the majority-class rate on BasicMotions (any seed).",
         "- Best of ours, C(TABL): 3.0 points below MiniRocket (within 3 points).",
@@ -205,11 +207,11 @@ def test_ucr_goal_lines_judge_each_kind_of_set(monkeypatch):
 def test_ucr_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_ucr.py", tmp_path, monkeypatch)
     row = next(line for line in text.splitlines() if line.startswith("| ItalyPowerDemand |"))
-    # Every model has its cell: published DTW, the two baselines, the four
-    # builders and the eight options, of which one runs on multivariate sets
-    # only ("–" here); then the long-series table, raw steps against
-    # front-end.
-    assert row.count("|") == 6 + 2 + 4 + 8 + 1 and "95.0" in row and row.count("–") == 1
+    # Every model has its cell: published DTW, the two baselines, the five
+    # builders and the eight options, of which the DRRT and one option run
+    # on multivariate sets only ("–" here); then the long-series table, raw
+    # steps against front-end.
+    assert row.count("|") == 6 + 2 + 5 + 8 + 1 and "95.0" in row and row.count("–") == 2
     for model in ("MiniRocket", "1-NN DTW", "NBoF", "attention NBoF", "recurrent NBoF", "C(TABL)",
                   "NBoF, one codebook", "NBoF, uncompressed", "NBoF, conv", "attention NBoF, conv",
                   "recurrent NBoF, conv", "recurrent NBoF, kernels", "C(TABL), 16 segments", "C(TABL), conv",

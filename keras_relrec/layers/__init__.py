@@ -16,6 +16,8 @@ from keras_relrec.layers.relation_transformer import GlobalRelation
 from keras_relrec.layers.relation_transformer import InteractionTransformer
 from keras_relrec.layers.relation_transformer import RegionalRelation
 from keras_relrec.layers.relational import RelationalMemoryCell
+from keras_relrec.layers.scaling import SeriesNormalization
+from keras_relrec.layers.scaling import SeriesStatistics
 from keras_relrec.layers.streaming_layer import StreamingLayer
 from keras_relrec.layers.transformer_xl import FifoMemory
 from keras_relrec.layers.transformer_xl import MemoryPolicy

@@ -2,8 +2,10 @@
 
 from keras_relrec.models.drrt_classifier import drrt_classifier
 from keras_relrec.models.front_end import FrontEnd
+from keras_relrec.models.front_end import choose_scaling
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import resolve_front_end
+from keras_relrec.models.front_end import scaled_inputs
 from keras_relrec.models.front_end import sequence_inputs
 from keras_relrec.models.nbof_classifiers import fit_codebook
 from keras_relrec.models.nbof_classifiers import nbof_classifier
@@ -16,6 +18,8 @@ from keras_relrec.models.recipes import Recipe
 from keras_relrec.models.recipes import builder_spec
 from keras_relrec.models.recipes import normalization_statistics
 from keras_relrec.models.recipes import recipe_for
+from keras_relrec.models.recipes import split_channels
+from keras_relrec.models.recipes import warp_series
 from keras_relrec.models.recipes import train_classifier
 from keras_relrec.models.tabl_networks import class_weights
 from keras_relrec.models.tabl_networks import compile_as_in_paper

@@ -4,6 +4,8 @@ import keras
 
 from keras_relrec.layers import InteractionTransformer
 from keras_relrec.layers import LocalRecurrence
+from keras_relrec.models.front_end import resolve_scaling
+from keras_relrec.models.front_end import scaled_inputs
 from keras_relrec.utils import validation
 
 
@@ -25,6 +27,8 @@ def drrt_classifier(
     dropout=0.0,
     feature_activation="tanh",
     mask_value=None,
+    normalization=None,
+    scaling="global",
     input_names=("a", "b"),
     seed=None,
     name=None,
@@ -34,10 +38,11 @@ def drrt_classifier(
     two sequences; outputs logits.
 
     ```
-    x_1 (n, d_1) → [Masking] → LR(SimpleRNNCell) → Dense(σ)  = A'   eqs. (1)–(2)
-    x_2 (m, d_2) → [Masking] → LR(SimpleRNNCell) → Dense(σ)  = B'
+    x_1 (n, d_1) → [Masking] → [scaling] → LR(SimpleRNNCell) → Dense(σ)  = A'   eqs. (1)–(2)
+    x_2 (m, d_2) → [Masking] → [scaling] → LR(SimpleRNNCell) → Dense(σ)  = B'
     [A', B'] → InteractionTransformer × num_blocks → [Z_ab, Z_ba]   eqs. (3)–(15)
     average fusion: (mean_i Z_ab,i + mean_j Z_ba,j) / 2           over the valid positions
+    [, SeriesStatistics of x_1 and of x_2]
     → Dense(ReLU) → [Dropout] → Dense(ReLU) → [Dropout] → Dense(num_classes)
     ```
 
@@ -68,6 +73,14 @@ def drrt_classifier(
         feature_activation: σ_A' of eq. (2) (default tanh).
         mask_value: Steps whose features all equal it are padding (a
             `Masking` layer on each input); `None` (default) for none.
+        normalization: None (default), or one `(mean, variance)` per
+            feature for each input, `[(mean_1, variance_1), (mean_2,
+            variance_2)]` (statistics of the valid training steps).
+        scaling: `"global"` (default): each input standardized by its
+            `normalization`, where given; `"series"`: each series by
+            itself, its level and scale joining the fused vector
+            (`scaled_inputs`); `"auto"` is `"global"` here (the builder
+            sees no data; `train_classifier` chooses from its own).
         input_names: Names of the two inputs (and of the export's inputs).
         seed: Seed of the dropout.
         name: Model name; default `"drrt"` or `"drt"`.
@@ -94,12 +107,25 @@ def drrt_classifier(
     for units in hidden_units:
         validation.check_positive_int("hidden_units", units)
     validation.check_rate("dropout", dropout)
+    if not (isinstance(input_names, (list, tuple)) and len(input_names) == 2
+            and all(isinstance(n, str) and n for n in input_names) and input_names[0] != input_names[1]):
+        raise ValueError(
+            f"Argument `input_names` must be two different names; received input_names={input_names!r}."
+        )
+    if normalization is not None and not (isinstance(normalization, (list, tuple)) and len(normalization) == 2):
+        raise ValueError(
+            "Argument `normalization` must be None or one (mean, variance) for each input; received "
+            f"normalization={normalization!r}."
+        )
+    scaling = resolve_scaling(scaling)
     map_window = (map_window_size or window_size) if local_recurrence else None
-    inputs, features = [], []
-    for shape, side in zip(input_shapes, "ab"):
-        x = keras.Input(tuple(shape), name=input_names["ab".index(side)])
+    inputs, features, statistics = [], [], []
+    for k, (shape, side) in enumerate(zip(input_shapes, "ab")):
+        x, h, amplitude = scaled_inputs(tuple(shape), mask_value, None if normalization is None else normalization[k],
+                                        scaling, name=input_names[k], suffix=f"_{side}")
         inputs.append(x)
-        h = x if mask_value is None else keras.layers.Masking(mask_value, name=f"masking_{side}")(x)
+        if amplitude is not None:
+            statistics.append(amplitude)
         if local_recurrence:
             cell = keras.layers.SimpleRNNCell(feature_units, name=f"local_{side}_cell")
             h = LocalRecurrence(cell, window_size, name=f"local_{side}")(h)
@@ -111,6 +137,8 @@ def drrt_classifier(
                                           name=f"interaction_{k}")(features)
     pooled = [keras.layers.GlobalAveragePooling1D(name=f"mean_{side}")(z) for z, side in zip(features, "ab")]
     h = keras.layers.Average(name="average_fusion")(pooled)
+    if statistics:
+        h = keras.layers.Concatenate(name="fusion_and_statistics")([h] + statistics)
     for k, units in enumerate(hidden_units, start=1):
         h = keras.layers.Dense(units, activation="relu", name=f"hidden_{k}")(h)
         if dropout:

@@ -9,6 +9,8 @@ import keras
 import numpy as np
 
 from keras_relrec.layers import LocalFeatures
+from keras_relrec.layers import SeriesNormalization
+from keras_relrec.layers import SeriesStatistics
 from keras_relrec.layers.bag_of_features.local_features import kernel_dilations
 from keras_relrec.ops import asinh
 from keras_relrec.utils import validation
@@ -35,6 +37,16 @@ RECURRENT_MAX_STEPS = {**MAX_STEPS, "kernels": 128}
 # sets though it lost on some (benchmarks/RESULTS.md, "Compressed kernel
 # responses, and C(TABL) over local histograms").
 COMPRESSION = 10.0
+SCALINGS = ("global", "series")
+# `scaling="auto"` scales each series by itself where the training series'
+# standard deviations spread over more than this ratio (their 90th
+# percentile to their 10th, in any feature): one mean and variance leave
+# the smaller ones nearly flat. Chosen on generated sets of shapes at
+# amplitudes over one to four decades (`benchmarks/bench_ucr.py`'s
+# "ScaledShapes 1e1, tune" …; benchmarks/RESULTS.md, "Scaling each series
+# by itself"): NBoF scaled globally lost 12 points or more from a spread of
+# 40 on, and under 3 at 6.3, where both were near the top.
+SERIES_SCALE_SPREAD = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,16 +139,81 @@ def valid_steps(x, mask_value=None):
     return ~np.all(x == mask_value, axis=-1)
 
 
+def scale_spread(x, mask_value=None):
+    """The largest ratio, over the features of `x` (examples, steps,
+    features), of the 90th to the 10th percentile of the series' standard
+    deviations (valid steps only); what `choose_scaling` compares with
+    `SERIES_SCALE_SPREAD`. 1 for fewer than two series."""
+    x = np.asarray(x, np.float64)
+    valid = valid_steps(x, mask_value)
+    counts = np.maximum(valid.sum(axis=1), 1)[:, None]
+    mean = np.where(valid[..., None], x, 0).sum(axis=1) / counts
+    deviations = np.where(valid[..., None], x - mean[:, None], 0)
+    scales = np.sqrt((deviations**2).sum(axis=1) / counts)[valid.any(axis=1)]
+    if len(scales) < 2:
+        return 1.0
+    low, high = np.percentile(scales, [10, 90], axis=0)
+    # A feature flat in a tenth of the series or more spreads without bound.
+    return float(np.max(np.where(low > 0, high / np.where(low > 0, low, 1), np.where(high > 0, np.inf, 1))))
+
+
+def choose_scaling(x, mask_value=None):
+    """`scaling="auto"` for training sequences `x`: `"series"` where their
+    scales spread over more than `SERIES_SCALE_SPREAD` (`scale_spread`),
+    `"global"` otherwise."""
+    return "series" if scale_spread(x, mask_value) > SERIES_SCALE_SPREAD else "global"
+
+
+def resolve_scaling(scaling, data=None, mask_value=None):
+    """A builder's `scaling` argument, checked: `"global"` or `"series"` as
+    given; `"auto"` chosen from `data` (the training sequences,
+    `choose_scaling`), or `"global"` without data."""
+    validation.check_choice("scaling", scaling, SCALINGS + ("auto",))
+    if scaling != "auto":
+        return scaling
+    return "global" if data is None else choose_scaling(data, mask_value)
+
+
+def scaled_inputs(input_shape, mask_value=None, normalization=None, scaling="global", name="sequence", suffix=""):
+    """The input of a sequence classifier, scaled: `(inputs, h, statistics)`.
+
+    ```
+    "global": inputs → [Masking] → [Normalization(mean, variance)]          = h
+    "series": inputs → [Masking] → SeriesNormalization                      = h
+                               └→ SeriesStatistics(mean, variance)  = statistics
+    ```
+
+    `Masking(mask_value)` makes padded steps zeros and masks them; the
+    `(mean, variance)` per feature of `normalization` (the valid training
+    steps') standardize every step alike (`"global"`), or are the reference
+    of each series' level and scale (`"series"`: each series standardized
+    by itself, its level and scale in decades as 2·D features for the
+    head; 0 and 1 without `normalization`). Each part is left out where
+    its argument is None; `statistics` is None with `"global"`. The
+    layers are named `masking`, `normalization`, `series_normalization`
+    and `series_statistics`, each followed by `suffix` (a model of several
+    inputs names each input's apart).
+    """
+    validation.check_choice("scaling", scaling, SCALINGS)
+    inputs = keras.Input(input_shape, name=name)
+    h = inputs if mask_value is None else keras.layers.Masking(mask_value, name=f"masking{suffix}")(inputs)
+    if scaling == "series":
+        mean, variance = (0.0, 1.0) if normalization is None else normalization
+        statistics = SeriesStatistics(np.asarray(mean).tolist(), np.asarray(variance).tolist(),
+                                      name=f"series_statistics{suffix}")(h)
+        return inputs, SeriesNormalization(name=f"series_normalization{suffix}")(h), statistics
+    if normalization is not None:
+        mean, variance = normalization
+        h = keras.layers.Normalization(mean=mean, variance=variance, name=f"normalization{suffix}")(h)
+    return inputs, h, None
+
+
 def sequence_inputs(input_shape, mask_value=None, normalization=None, name="sequence"):
     """The input of a sequence classifier: `(inputs, h)`, h the input behind
     `Masking(mask_value)` (padded steps become zeros and are masked) and a
     `Normalization` with the given `(mean, variance)` per feature, each
-    left out when None."""
-    inputs = keras.Input(input_shape, name=name)
-    h = inputs if mask_value is None else keras.layers.Masking(mask_value)(inputs)
-    if normalization is not None:
-        mean, variance = normalization
-        h = keras.layers.Normalization(mean=mean, variance=variance, name="normalization")(h)
+    left out when None (`scaled_inputs` with `"global"` scaling)."""
+    inputs, h, _ = scaled_inputs(input_shape, mask_value, normalization, "global", name)
     return inputs, h
 
 

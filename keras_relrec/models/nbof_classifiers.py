@@ -12,7 +12,8 @@ from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
 from keras_relrec.models.front_end import WINDOW_SIZE
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import resolve_front_end
-from keras_relrec.models.front_end import sequence_inputs
+from keras_relrec.models.front_end import resolve_scaling
+from keras_relrec.models.front_end import scaled_inputs
 from keras_relrec.models.front_end import valid_steps
 from keras_relrec.utils import validation
 
@@ -27,6 +28,7 @@ def nbof_classifier(
     scale="per_dimension",
     mask_value=0.0,
     normalization=None,
+    scaling="auto",
     front_end="kernels",
     front_end_filters=32,
     window_size=WINDOW_SIZE,
@@ -43,15 +45,16 @@ def nbof_classifier(
     """NBoF, or attention NBoF, for (steps, features) sequences; outputs logits.
 
     ```
-    sequence → [Masking] → [Normalization] → [input attention]
+    sequence → [Masking] → [Normalization, or SeriesNormalization: scaling]
+             → [input attention]
              → [local features: front_end; with "kernels" and no
                 attention, asinh(10 · r) of each response r by default:
                 front_end_compression]
              → BoFQuantizer (memberships Φ; with the kernels one per
                dilation, Φ = [Φ_1, Φ_2, Φ_4, …] side by side)
              → [codeword attention] → [temporal attention]
-             → histogram (mean over the valid steps) → Dense(ReLU) → Dropout
-             → Dense(num_classes)
+             → histogram (mean over the valid steps) [, SeriesStatistics]
+             → Dense(ReLU) → Dropout → Dense(num_classes)
     ```
 
     The attentions are `TwoDAttention` layers (Tran et al., IEEE Access
@@ -88,7 +91,16 @@ def nbof_classifier(
             `Masking` layer); `None` for no mask.
         normalization: Optional `(mean, variance)` per feature, for a
             `Normalization` layer after the masking (statistics of the
-            valid training steps).
+            valid training steps); with `scaling="series"`, the reference
+            of each series' level and scale.
+        scaling: `"global"`: every step standardized by `normalization`;
+            `"series"`: each series standardized by its own mean and scale
+            (`SeriesNormalization`), which are given to the head as
+            features (`SeriesStatistics`), for sets whose amplitudes spread
+            over orders of magnitude; `"auto"` (default): `"series"` where
+            the series of `codebook_data` spread their scales over more
+            than `SERIES_SCALE_SPREAD` (`choose_scaling`), else (and
+            without `codebook_data`) `"global"`. See `scaled_inputs`.
         front_end: `"kernels"` (default, MiniRocket's fixed dilated
             kernels), `"conv"` (learned), `"window"` (raw sub-sequences),
             None (the raw steps), or `"auto"`: the kernels for one
@@ -145,7 +157,8 @@ def nbof_classifier(
             f"attention={attention!r}."
         )
     _check_head(num_classes, hidden_units, dropout)
-    inputs, h = sequence_inputs(input_shape, mask_value, normalization)
+    inputs, h, statistics = scaled_inputs(input_shape, mask_value, normalization,
+                                          resolve_scaling(scaling, codebook_data, mask_value))
     # "auto" by the input's width, once: local_front_end takes it resolved.
     front_end = resolve_front_end(front_end, h.shape[-1])
     if isinstance(front_end_compression, str) and front_end_compression == "auto":
@@ -170,7 +183,7 @@ def nbof_classifier(
     if "temporal" in attention:
         phi = TwoDAttention(axis=1, rank=temporal_rank, name="temporal_attention")(phi)
     histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(phi)
-    outputs = _head(histogram, num_classes, hidden_units, dropout, seed)
+    outputs = _head(histogram, statistics, num_classes, hidden_units, dropout, seed)
     model = keras.Model(inputs, outputs, name=name or ("attention_nbof" if attention else "nbof"))
     if codebook_data is not None:
         fit_codebook(model, codebook_data, seed)
@@ -183,6 +196,7 @@ def recurrent_nbof_classifier(
     num_codewords,
     mask_value=0.0,
     normalization=None,
+    scaling="auto",
     front_end="auto",
     front_end_filters=32,
     window_size=WINDOW_SIZE,
@@ -198,8 +212,10 @@ def recurrent_nbof_classifier(
     valid steps, then the same head as `nbof_classifier`.
 
     ```
-    sequence → [Masking] → [Normalization] → [local features: front_end]
-             → RNN(RecurrentBoFCell) → mean over the valid steps → head
+    sequence → [Masking] → [Normalization, or SeriesNormalization: scaling]
+             → [local features: front_end]
+             → RNN(RecurrentBoFCell) → mean over the valid steps
+             [, SeriesStatistics] → head
     ```
 
     Input: as `nbof_classifier`, whose reasons for a front-end hold here
@@ -229,7 +245,8 @@ def recurrent_nbof_classifier(
     quantizer's layer is named `recurrent_quantizer`.
     """
     _check_head(num_classes, hidden_units, dropout)
-    inputs, h = sequence_inputs(input_shape, mask_value, normalization)
+    inputs, h, statistics = scaled_inputs(input_shape, mask_value, normalization,
+                                          resolve_scaling(scaling, codebook_data, mask_value))
     # "auto" by the input's width, once: local_front_end takes it resolved
     # (and refuses what is no front-end).
     front_end = resolve_front_end(front_end, h.shape[-1])
@@ -240,7 +257,7 @@ def recurrent_nbof_classifier(
     states = keras.layers.RNN(RecurrentBoFCell(num_codewords), return_sequences=True,
                               name="recurrent_quantizer")(h)
     histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(states)
-    outputs = _head(histogram, num_classes, hidden_units, dropout, seed)
+    outputs = _head(histogram, statistics, num_classes, hidden_units, dropout, seed)
     model = keras.Model(inputs, outputs, name=name)
     if codebook_data is not None:
         fit_codebook(model, codebook_data, seed)
@@ -298,7 +315,11 @@ def fit_codebook(model, data, seed=None):
         getattr(layer, "cell", layer).adapt(vectors[valid], seed=seed)
 
 
-def _head(histogram, num_classes, hidden_units, dropout, seed):
+def _head(histogram, statistics, num_classes, hidden_units, dropout, seed):
+    """The classifier over the histogram, and each series' level and scale
+    (`SeriesStatistics`) beside it where the series were scaled one by one."""
+    if statistics is not None:
+        histogram = keras.layers.Concatenate(name="histogram_and_statistics")([histogram, statistics])
     h = keras.layers.Dense(hidden_units, activation="relu", name="hidden")(histogram)
     h = keras.layers.Dropout(dropout, seed=seed, name="dropout")(h)
     return keras.layers.Dense(num_classes, name="logits")(h)

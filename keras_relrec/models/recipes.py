@@ -10,13 +10,16 @@ import numpy as np
 
 from keras_relrec.models.front_end import MAX_STEPS
 from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
+from keras_relrec.models.drrt_classifier import drrt_classifier
 from keras_relrec.models.front_end import FrontEnd
+from keras_relrec.models.front_end import choose_scaling
 from keras_relrec.models.front_end import front_end_strides
 from keras_relrec.models.front_end import resolve_front_end
 from keras_relrec.models.front_end import valid_steps
 from keras_relrec.models.nbof_classifiers import nbof_classifier
 from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier
 from keras_relrec.models.tabl_networks import class_weights
+from keras_relrec.models.tabl_networks import resolve_num_codewords
 from keras_relrec.models.tabl_networks import tabl_network
 from keras_relrec.utils import validation
 
@@ -34,10 +37,16 @@ class Recipe:
     Where a class has fewer than `validation_min_per_class` training
     examples (a class without any does not count), nothing is held out: a
     split would keep one example of such a class, too few to choose an
-    epoch by and a fifth of its data lost, so the model trains on
-    everything for the planned updates and keeps its last weights. The
-    learning rate follows a cosine decay to zero over the planned updates,
-    and the loss weighs each class by N / (K · N_class).
+    epoch by and a fifth of its data lost. The model then trains on
+    everything for the planned updates, and every repeat of a series
+    within an epoch is a copy warped in time (`time_warp`, `warp_series`):
+    with a few series per class the builders fitted them exactly within a
+    few epochs and generalized poorly whatever the epoch; warped copies
+    lifted C(TABL) and the recurrent NBoF on generated sets of two series
+    per class, where choosing the epochs by cross-validation did not
+    (benchmarks/RESULTS.md, "Tiny training sets"). The learning rate
+    follows a cosine decay to zero over the planned updates, and the loss
+    weighs each class by N / (K · N_class).
 
     Attributes:
         learning_rate: AdamW's initial rate.
@@ -51,6 +60,9 @@ class Recipe:
             none.
         validation_min_per_class: Hold out only when every class has at
             least this many training examples.
+        time_warp: Where nothing is held out, the largest shift and
+            stretch of a warped copy, a share of the series' length
+            (0: the copies are the series).
     """
 
     learning_rate: float = 3e-3
@@ -61,6 +73,7 @@ class Recipe:
     patience: int = 15
     validation_split: float = 0.2
     validation_min_per_class: int = 10
+    time_warp: float = 0.1
 
     def plan(self, examples):
         """(repeats, batch size, epochs) for `examples` training examples:
@@ -110,10 +123,16 @@ def _recurrent_nbof(x, num_classes, mask_value, normalization, seed, resolved_fr
 
 def _tabl(x, num_classes, mask_value, normalization, seed, resolved_front_end, **kwargs):
     # The codebooks, where there are quantizers, from the fitted part.
-    codebook = {"codebook_data": x, "seed": seed} if kwargs.get("num_codewords") is not None else {}
+    quantized = resolve_num_codewords(kwargs.get("num_codewords", "auto"), resolved_front_end) is not None
+    codebook = {"codebook_data": x, "seed": seed} if quantized else {}
     return tabl_network(input_shape=x.shape[1:], num_classes=num_classes, mask_value=mask_value,
                         normalization=normalization, **codebook,
                         **_front_end(x, mask_value, kwargs, resolved_front_end))
+
+
+def _drrt(xs, num_classes, mask_value, normalization, seed, resolved_front_end, **kwargs):
+    return drrt_classifier([part.shape[1:] for part in xs], num_classes, mask_value=mask_value,
+                           normalization=normalization, seed=seed, **kwargs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +153,8 @@ class BuilderSpec:
         front_end_recipes: `((kind, Recipe), ...)`: the front-ends
             (resolved kinds: `"conv"`, `"window"`, `"kernels"` or None)
             that train by a recipe of their own.
+        paired: Whether the builder takes two inputs (`x` a list of two);
+            its `front_end` is None (it has none).
     """
 
     build: object
@@ -141,6 +162,7 @@ class BuilderSpec:
     front_end: object
     recipe: Recipe
     front_end_recipes: tuple = ()
+    paired: bool = False
 
     def recipe_for(self, kind):
         """The `Recipe` for the resolved front-end `kind`."""
@@ -159,7 +181,8 @@ BUILDERS = (
     BuilderSpec(nbof_classifier, _nbof, "kernels", Recipe(learning_rate=1e-2, gradient_steps=1500),
                 tuple((front_end, Recipe(gradient_steps=4000)) for front_end in ("conv", "window", None))),
     BuilderSpec(recurrent_nbof_classifier, _recurrent_nbof, "auto", Recipe()),
-    BuilderSpec(tabl_network, _tabl, None, Recipe()),
+    BuilderSpec(tabl_network, _tabl, "auto", Recipe()),
+    BuilderSpec(drrt_classifier, _drrt, None, Recipe(), paired=True),
 )
 
 
@@ -223,8 +246,101 @@ def stratified_split(y, share, seed):
     return np.setdiff1d(np.arange(len(y)), held), held
 
 
+def split_channels(x, channel_groups):
+    """One multivariate input as several: `[x[..., group] for group in
+    channel_groups]`, for a builder of paired inputs (`drrt_classifier`);
+    split the test data the same way.
+
+    Args:
+        x: (examples, steps, channels).
+        channel_groups: Groups of channel indices, e.g. `((0, 1, 2), (3, 4, 5))`,
+            each non-empty; a channel may be in several.
+
+    Returns:
+        A list of arrays (examples, steps, len(group)).
+    """
+    x = np.asarray(x)
+    channels = x.shape[-1] if x.ndim == 3 else None
+    try:
+        groups = [[int(c) for c in group] for group in channel_groups]
+    except (TypeError, ValueError):
+        groups = None
+    if (channels is None or not groups or any(not g or min(g) < 0 or max(g) >= channels for g in groups)):
+        raise ValueError(
+            "Argument `channel_groups` must be groups of channel indices of x (examples, steps, channels), "
+            f"each non-empty and below the channels; received channel_groups={channel_groups!r} for x of shape "
+            f"{x.shape}."
+        )
+    return [x[..., group] for group in groups]
+
+
+def _inputs(x, y):
+    """`x` as a list of float32 arrays (one per input) and `y` as int32,
+    checked: every input (examples, steps, features) with one label per
+    example."""
+    paired = isinstance(x, (list, tuple))
+    xs = [np.asarray(part, np.float32) for part in (x if paired else [x])]
+    y = np.asarray(y)
+    if len(xs) == 0 or any(part.ndim != 3 for part in xs) or y.ndim != 1 or any(len(part) != len(y) for part in xs):
+        shapes = ", ".join(str(part.shape) for part in xs)
+        raise ValueError(
+            "Arguments `x` and `y` must be sequences (examples, steps, features), or a list of them for a model of "
+            f"several inputs, and one label each; received x of shape{'s' if paired else ''} {shapes or '[]'} and y "
+            f"of shape {y.shape}."
+        )
+    if len(y) == 0:
+        raise ValueError("Arguments `x` and `y` must hold at least one example; received none.")
+    if not np.issubdtype(y.dtype, np.integer):
+        as_float = np.asarray(y, np.float64) if np.issubdtype(y.dtype, np.number) else None
+        if as_float is None or not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
+            raise ValueError(f"Argument `y` must hold integer labels 0..K−1; received y of dtype {y.dtype} with "
+                             "values that are not whole numbers.")
+    return xs, y.astype(np.int32)
+
+
+def _check_labels(y, num_classes):
+    bad = y[(y < 0) | (y >= num_classes)]
+    if len(bad):
+        raise ValueError(
+            f"Argument `y` must hold labels 0..{num_classes - 1} (num_classes={num_classes}); received "
+            f"{len(bad)} outside it, e.g. {int(bad[0])}."
+        )
+
+
+def warp_series(x, mask_value=None, warp=0.1, seed=0):
+    """Copies of the series `x` (examples, steps, features), each warped in
+    time: its valid steps resampled by linear interpolation at
+    u_t = shift + (1 + stretch) · t, clipped to the series, with shift and
+    stretch uniform in [−warp, warp] (shares of its length). Padding stays
+    where it is; a series of one step stays as it is.
+
+    Args:
+        x: Sequences padded at the end with `mask_value` (None: every step
+            is valid).
+        mask_value: The padding value.
+        warp: The largest shift and stretch, in [0, 0.5).
+        seed: Seed of the shifts and stretches.
+
+    Returns:
+        An array shaped and typed as `x`.
+    """
+    rng = np.random.default_rng(seed)
+    warped = np.array(x, copy=True)
+    for series, length in zip(warped, valid_steps(x, mask_value).sum(axis=1)):
+        # Drawn for every series, so that inputs of one example, warped
+        # with one seed, get the same warp whatever their lengths.
+        shift, stretch = rng.uniform(-warp, warp, 2)
+        if length < 2:
+            continue
+        positions = np.clip(shift + (1 + stretch) * np.linspace(0.0, 1.0, length), 0.0, 1.0) * (length - 1)
+        steps = np.arange(length)
+        series[:length] = np.stack([np.interp(positions, steps, series[:length, f])
+                                    for f in range(series.shape[-1])], axis=-1)
+    return warped
+
+
 def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, recipe=None, jit_compile=True,
-                     verbose=0, **kwargs):
+                     verbose=0, channel_groups=None, **kwargs):
     """Builds a classifier with `builder` and trains it with the builder's
     recipe (its `BuilderSpec` in `BUILDERS`: `recipe`, or one of
     `front_end_recipes` for a front-end that trains by its own), used
@@ -232,21 +348,29 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
 
     The statistics of `Normalization` and the k-means codebook come from
     the part of the training data that is fitted; the held-out part stops
-    training (see `Recipe`). For sequences of different lengths the
-    builders' front-end strides by the median length, not the padded one
-    (`front_end_max_steps`, up to the front-end's `MAX_STEPS`, or
-    `RECURRENT_MAX_STEPS` for the recurrent NBoF), unless `max_steps` is
-    given.
+    training, or where classes are too small to hold any out, every
+    series is repeated as copies warped in time (see `Recipe`). For sequences of different
+    lengths the builders' front-end strides by the median length, not the
+    padded one (`front_end_max_steps`, up to the front-end's `MAX_STEPS`,
+    or `RECURRENT_MAX_STEPS` for the recurrent NBoF), unless `max_steps` is
+    given. The builders' inputs are scaled as `scaling` says (default
+    `"auto"`: each series by itself where the training series' scales
+    spread over more than `SERIES_SCALE_SPREAD`, `choose_scaling`; one mean
+    and variance otherwise).
 
     Args:
-        builder: `nbof_classifier`, `recurrent_nbof_classifier` or
-            `tabl_network`; or a function of your own,
+        builder: `nbof_classifier`, `recurrent_nbof_classifier`,
+            `tabl_network` or `drrt_classifier`; or a function of your own,
             `make(x, num_classes, mask_value, normalization, seed, **kwargs)`
             → an uncompiled model that outputs logits (`x`: the fitted
-            training sequences, `normalization`: their `(mean, variance)`
-            per feature), trained with `Recipe()` unless `recipe` is given.
+            training sequences, a list of them for several inputs;
+            `normalization`: their `(mean, variance)` per feature, a list
+            for several inputs), trained with `Recipe()` unless `recipe` is
+            given.
         x: Training sequences (examples, steps, features), padded with
-            `mask_value` where lengths differ.
+            `mask_value` where lengths differ; for a model of two inputs
+            (`drrt_classifier`) a list `[x_a, x_b]`, or one array split by
+            `channel_groups`.
         y: Integer labels 0..K−1.
         num_classes: K; default `max(y) + 1`.
         mask_value: The padding value, or None for sequences of one length.
@@ -256,11 +380,14 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
             CPU, Keras' "auto" leaves it off, and these small models train
             several times faster with it).
         verbose: Passed to `fit`.
-        **kwargs: More builder arguments (e.g. `attention`).
+        channel_groups: Groups of channel indices that split one
+            multivariate `x` into the inputs of a model of several
+            (`split_channels`); the model then takes the split inputs.
+        **kwargs: More builder arguments (e.g. `attention`, `scaling`).
 
     Returns:
         `(model, history)`: the compiled model with the weights of its best
-        epoch, and the `fit` history.
+        epoch, and the `fit` history (of the model trained on everything).
     """
     if not callable(builder):
         names = ", ".join(spec.build.__name__ for spec in BUILDERS)
@@ -268,23 +395,34 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
             f"Argument `builder` must be one of {names}, or a function that makes a model; received "
             f"builder={builder!r}."
         )
-    x, y = np.asarray(x, np.float32), np.asarray(y, np.int32)
-    if x.ndim != 3 or len(y) != len(x):
-        raise ValueError(
-            "Arguments `x` and `y` must be sequences (examples, steps, features) and one label each; received "
-            f"x of shape {x.shape} and y of shape {y.shape}."
-        )
+    if channel_groups is not None:
+        if isinstance(x, (list, tuple)):
+            raise ValueError("Argument `channel_groups` splits one array `x`; received a list of inputs. Give "
+                             "either the inputs or one array and its channel groups.")
+        x = split_channels(x, channel_groups)
+    xs, y = _inputs(x, y)
     num_classes = int(y.max()) + 1 if num_classes is None else validation.check_positive_int(
         "num_classes", num_classes)
+    _check_labels(y, num_classes)
     spec = builder_spec(builder)
     if spec is None:
         make, recipe = builder, recipe or Recipe()
     else:
+        if spec.paired != (len(xs) == 2):
+            raise ValueError(
+                f"Argument `x` must be {'a list of two inputs' if spec.paired else 'one array'} for "
+                f"{builder.__name__}; received {len(xs)} input{'s' if len(xs) > 1 else ''}"
+                f"{' (or give channel_groups)' if spec.paired else ''}."
+            )
         # "auto" by the data's width, for the recipe and the front-end's
         # length; the builder resolves its argument itself.
-        front_end = resolve_front_end(kwargs.get("front_end", spec.front_end), x.shape[-1])
+        front_end = resolve_front_end(kwargs.get("front_end", spec.front_end), xs[0].shape[-1])
         make = functools.partial(spec.make, resolved_front_end=front_end)
         recipe = recipe or spec.recipe_for(front_end.kind)
+        scaling = kwargs.get("scaling", "auto")
+        if isinstance(scaling, str) and scaling == "auto":
+            chosen = [choose_scaling(part, mask_value) for part in xs]
+            kwargs = {**kwargs, "scaling": "series" if "series" in chosen else "global"}
     keras.utils.set_random_seed(seed)
     # Classes with no example (a gap in the labels) are not counted.
     smallest = np.unique(y, return_counts=True)[1].min(initial=len(y))
@@ -292,9 +430,16 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         fit, held = stratified_split(y, recipe.validation_split, seed)
     else:
         fit, held = np.arange(len(y)), np.array([], int)
-    model = make(x[fit], num_classes, mask_value, normalization_statistics(x[fit], mask_value), seed, **kwargs)
+    fitted = [part[fit] for part in xs]
+    statistics = [normalization_statistics(part, mask_value) for part in fitted]
+    model = make(fitted if len(xs) > 1 else fitted[0], num_classes, mask_value,
+                 statistics if len(xs) > 1 else statistics[0], seed, **kwargs)
     repeats, batch_size, epochs = recipe.plan(len(fit))
-    x_fit, y_fit = np.tile(x[fit], (repeats, 1, 1)), np.tile(y[fit], repeats)
+    x_fit = [np.tile(part, (repeats, 1, 1)) for part in fitted]
+    if not len(held) and recipe.time_warp > 0:
+        # Each repeat its own warp; every input of an example the same.
+        x_fit = [warp_series(part, mask_value, recipe.time_warp, seed) for part in x_fit]
+    y_fit = np.tile(y[fit], repeats)
     schedule = keras.optimizers.schedules.CosineDecay(
         recipe.learning_rate, epochs * math.ceil(len(y_fit) / batch_size))
     model.compile(
@@ -305,8 +450,9 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
     )
     checks = {}
     if len(held):
-        checks = {"validation_data": (x[held], y[held]), "callbacks": [keras.callbacks.EarlyStopping(
-            patience=recipe.patience, start_from_epoch=epochs // 2, restore_best_weights=True)]}
-    history = model.fit(x_fit, y_fit, epochs=epochs, batch_size=batch_size, class_weight=class_weights(y[fit]),
-                        verbose=verbose, **checks)
+        checks = {"validation_data": ([part[held] for part in xs] if len(xs) > 1 else xs[0][held], y[held]),
+                  "callbacks": [keras.callbacks.EarlyStopping(
+                      patience=recipe.patience, start_from_epoch=epochs // 2, restore_best_weights=True)]}
+    history = model.fit(x_fit if len(xs) > 1 else x_fit[0], y_fit, epochs=epochs, batch_size=batch_size,
+                        class_weight=class_weights(y[fit]), verbose=verbose, **checks)
     return model, history

@@ -8,7 +8,9 @@ from keras_relrec.layers import BilinearLayer
 from keras_relrec.layers import SegmentMean
 from keras_relrec.models.front_end import WINDOW_SIZE
 from keras_relrec.models.front_end import local_front_end
-from keras_relrec.models.front_end import sequence_inputs
+from keras_relrec.models.front_end import resolve_front_end
+from keras_relrec.models.front_end import resolve_scaling
+from keras_relrec.models.front_end import scaled_inputs
 from keras_relrec.models.nbof_classifiers import fit_codebook
 from keras_relrec.models.nbof_classifiers import quantize
 from keras_relrec.utils import validation
@@ -24,6 +26,9 @@ KINDS = ("TABL", "BL")
 # bilinear layers have fewer positions to fit to few training series
 # (benchmarks/RESULTS.md, "C(TABL) over 8 segments").
 NUM_SEGMENTS = 8
+# `num_codewords="auto"` with the kernels: the quantizers' codewords of
+# C(TABL) in benchmarks/bench_ucr.py.
+NUM_CODEWORDS = 16
 
 
 def tabl_network(
@@ -36,12 +41,13 @@ def tabl_network(
     data_format="channels_last",
     mask_value=None,
     normalization=None,
-    front_end=None,
+    scaling="auto",
+    front_end="auto",
     front_end_filters=32,
     window_size=WINDOW_SIZE,
     max_steps="auto",
     front_end_compression=None,
-    num_codewords=None,
+    num_codewords="auto",
     num_segments="auto",
     codebook_data=None,
     seed=None,
@@ -58,12 +64,21 @@ def tabl_network(
     the same model.
 
     ```
-    window → [Masking] → [Normalization] → [local features: front_end]
+    window → [Masking] → [Normalization, or SeriesNormalization: scaling]
+           → [local features: front_end]
            → [for each of S segments of the time axis: the histogram of
               each BoFQuantizer (one per dilation with the kernels), and
               the mean of the normalized window (SegmentMean)]
+           → [each series' SeriesStatistics beside every step]
            → BL → ReLU → Dropout → … → TABL (or BL) to (num_classes × 1)
     ```
+
+    The defaults choose by the input: one value per step (a raw
+    univariate series) gets local histograms, the kernels with 16
+    codewords per dilation (`front_end="auto"`, `num_codewords="auto"`:
+    C(TABL) in `benchmarks/bench_ucr.py`); several values per step (the
+    paper's order-book features) the paper's network on the steps as they
+    are.
 
     With `num_codewords`, the bilinear layers see local histograms instead
     of the features: each front-end output is quantized by its own
@@ -92,17 +107,26 @@ def tabl_network(
             normalization (channels_last only). Default None: every step
             is data.
         normalization: Optional `(mean, variance)` per feature, for a
-            `Normalization` layer first (channels_last only).
-        front_end: None (default, the paper's network on the features as
-            they are), `"conv"`, `"window"` or `"kernels"`: local features
-            of each step first (see `local_front_end`; channels_last
-            only), for raw series, where one value per step says little on
-            its own.
+            `Normalization` layer first (channels_last only); with
+            `scaling="series"`, the reference of each series' level and
+            scale.
+        scaling: `"global"`, `"series"` or `"auto"` (default), as in
+            `nbof_classifier` (`"auto"` decides on `codebook_data`, and is
+            `"global"` without it); with `"series"` each series' level and
+            scale (2·D numbers) join the features of every step of the
+            first bilinear layer (channels_last only).
+        front_end: `"auto"` (default): `"kernels"` for one feature per
+            step, None for several (and with channels_first); None (the
+            paper's network on the features as they are), `"conv"`,
+            `"window"` or `"kernels"`: local features of each step first
+            (see `local_front_end`; channels_last only), for raw series,
+            where one value per step says little on its own.
         front_end_filters, window_size, max_steps, front_end_compression:
             Of the front-end (see `nbof_classifier`); the compression
             defaults to None here (none).
-        num_codewords: None (default: no quantizer), or K codewords of each
-            quantizer (channels_last only).
+        num_codewords: None (no quantizer), K codewords of each quantizer
+            (channels_last only), or `"auto"` (default): `NUM_CODEWORDS`
+            (16) with the kernels, None with any other front-end.
         num_segments: S, the segments' number, with `num_codewords` only;
             `"auto"` (default) is `NUM_SEGMENTS` = 8, or the number of
             steps the front-end leaves where that is fewer. The
@@ -149,6 +173,9 @@ def tabl_network(
             validation.check_positive_float("max_norm", max_norm)
         )
     common = dict(data_format=data_format, kernel_constraint=constraint)
+    features = input_shape[-1] if data_format == "channels_last" else None
+    front_end = resolve_front_end(front_end, features) if features is not None or front_end != "auto" else None
+    num_codewords = resolve_num_codewords(num_codewords, front_end)
     auto_segments = isinstance(num_segments, str) and num_segments == "auto"
     if num_codewords is None:
         if not auto_segments:
@@ -171,15 +198,17 @@ def tabl_network(
                 f"Argument `num_segments` must be a positive integer or 'auto'; received "
                 f"num_segments={num_segments!r}."
             ) from None
-    extras = {"mask_value": mask_value, "normalization": normalization, "front_end": front_end,
-              "num_codewords": num_codewords}
+    scaling = resolve_scaling(scaling, codebook_data, mask_value)
+    extras = {"mask_value": mask_value, "normalization": normalization,
+              "front_end": None if front_end is None else front_end.kind, "num_codewords": num_codewords,
+              "scaling": None if scaling == "global" else scaling}
     given = [argument for argument, value in extras.items() if value is not None]
     if data_format != "channels_last" and given:
         raise ValueError(
             f"Argument `{given[0]}` needs data_format='channels_last'; received "
             f"data_format={data_format!r}."
         )
-    inputs, sequence = sequence_inputs(input_shape, mask_value, normalization, name="window")
+    inputs, sequence, statistics = scaled_inputs(input_shape, mask_value, normalization, scaling, name="window")
     h = local_front_end(sequence, front_end, front_end_filters, window_size, max_steps,
                         split_dilations=num_codewords is not None, compression=front_end_compression)
     if num_codewords is not None:
@@ -190,6 +219,9 @@ def tabl_network(
         histograms = quantize(h, num_codewords, output_mode="segment_histograms", num_segments=segments)
         means = SegmentMean(segments, name="segment_means")(sequence)
         h = keras.layers.Concatenate(name="segments")(histograms + [means])
+    if statistics is not None:
+        repeated = keras.layers.RepeatVector(h.shape[1], name="statistics_per_step")(statistics)
+        h = keras.layers.Concatenate(name="steps_and_statistics")([h, repeated])
     for k, (units, steps) in enumerate(CONFIGS[config], start=1):
         h = BilinearLayer(units, steps, activation="relu", name=f"bl_{k}", **common)(h)
         h = keras.layers.Dropout(dropout, name=f"dropout_{k}")(h)
@@ -200,6 +232,15 @@ def tabl_network(
     if codebook_data is not None:
         fit_codebook(model, codebook_data, seed)
     return model
+
+
+def resolve_num_codewords(num_codewords, front_end):
+    """`tabl_network`'s `num_codewords`: `"auto"` is `NUM_CODEWORDS` with
+    the kernels (`front_end`, a resolved `FrontEnd` or None), None
+    otherwise; anything else as given (checked by the builder)."""
+    if not (isinstance(num_codewords, str) and num_codewords == "auto"):
+        return num_codewords
+    return NUM_CODEWORDS if front_end is not None and front_end.kind == "kernels" else None
 
 
 def compile_as_in_paper(model, learning_rate=0.01):

@@ -8,6 +8,7 @@ from keras_relrec.ops.compression import asinh
 from keras_relrec.ops.masking import any_valid
 from keras_relrec.ops.masking import gather_steps
 from keras_relrec.ops.masking import masked_mean
+from keras_relrec.ops.masking import masked_scale
 from keras_relrec.ops.masking import masked_segment_mean
 from keras_relrec.ops.masking import masked_softmax
 from keras_relrec.ops.masking import valid_steps_back

@@ -2,6 +2,8 @@
 included) never reaches a valid output or a weight gradient, which a
 multiplication by zero would not ensure (NaN · 0 is NaN)."""
 
+import keras
+import numpy as np
 from keras import ops
 
 from keras_relrec.ops.shapes import axis_size
@@ -66,6 +68,34 @@ def masked_mean(x, mask=None, axis=1):
         total = ops.sum(ops.where(mask, x, ops.zeros_like(x)), axis=axis)
         count = ops.sum(ops.cast(mask, x.dtype), axis=axis)
     return total / ops.maximum(count, 1.0)
+
+
+def masked_scale(x, mask=None, epsilon=1e-20, axis=1):
+    """Mean μ and scale σ̃ of `x` over `axis`, valid entries only:
+
+    ```
+    μ = mean_t x_t        σ̃ = √(mean_t (x_t − μ)² + ε + (8 · u · μ)²)
+    ```
+
+    with u the unit roundoff of `x`'s dtype: deviations from the mean that
+    are within a few roundings of it (a constant series summed in float32)
+    count as none, so a flat series does not become noise of unit scale.
+
+    Args:
+        x: (batch, steps, ...) tensor.
+        mask: `None`, or a boolean (batch, steps) tensor.
+        epsilon: ε ≥ 0, added to the variance.
+        axis: The steps axis.
+
+    Returns:
+        `(μ, σ̃)`, each `x` with `axis` kept as one entry (for broadcasting).
+        A row with no valid step gives μ = 0 and σ̃ = √ε.
+    """
+    mean = ops.expand_dims(masked_mean(x, mask, axis), axis)
+    deviation = zero_masked(x - mean, mask)
+    variance = ops.expand_dims(masked_mean(deviation * deviation, mask, axis), axis)
+    roundoff = 8.0 * float(np.finfo(keras.backend.standardize_dtype(x.dtype)).eps)
+    return mean, ops.sqrt(variance + epsilon + ops.square(roundoff * mean))
 
 
 def masked_segment_mean(x, mask=None, num_segments=1):

@@ -192,6 +192,24 @@ ENTRIES = [
         consumes_mask=True,
     ),
     Entry(
+        layers.SeriesNormalization,
+        {},
+        (6, 3),
+        bad_kwargs=[({"epsilon": -1.0}, "epsilon"), ({"epsilon": "x"}, "epsilon")],
+        bad_rank_match=r"expects inputs \(batch, steps, features\)",
+        takes_mask=True,
+    ),
+    Entry(
+        layers.SeriesStatistics,
+        # A reference per feature, so that the features differ.
+        {"mean": [0.5, -1.0, 0.0], "variance": [4.0, 0.25, 1.0]},
+        (6, 3),
+        bad_kwargs=[({"variance": 0.0}, "variance"), ({"mean": float("nan")}, "mean"),
+                    ({"epsilon": -1.0}, "epsilon")],
+        bad_rank_match=r"expects inputs \(batch, steps, features\)",
+        takes_mask=True,
+    ),
+    Entry(
         layers.BoFQuantizer,
         # The histogram of feature maps, with the other similarity.
         {"num_codewords": 5, "output_mode": "histogram", "scale": "per_codeword",

@@ -201,10 +201,14 @@ def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch
     # Stride ⌈1460 / 512⌉ = 3.
     assert local_front_end(keras.Input((1460, 1)), "kernels").shape[1] == 487
     assert builder_spec(nbof_classifier).front_end == "kernels"
-    assert builder_spec(recurrent_nbof_classifier).front_end == "auto" and builder_spec(tabl_network).front_end is None
+    assert builder_spec(recurrent_nbof_classifier).front_end == builder_spec(tabl_network).front_end == "auto"
     assert builder_spec(lstm_behind_the_front_end) is None
     # The spec's default front-end is the builder's own.
     for spec in BUILDERS:
+        if spec.paired:
+            # The paired builder has no front-end.
+            assert spec.front_end is None and "front_end" not in inspect.signature(spec.build).parameters
+            continue
         assert spec.front_end == inspect.signature(spec.build).parameters["front_end"].default, spec.build
     kernels = builder_spec(nbof_classifier).recipe
     assert (kernels.learning_rate, kernels.gradient_steps) == (1e-2, 1500)
@@ -292,3 +296,176 @@ def test_the_recipes_by_builder_of_0_2_read_the_specs():
     assert all(r.gradient_steps == 4000 for r in models.FRONT_END_RECIPES.values())
     with pytest.raises(TypeError):
         models.RECIPES[models.tabl_network] = None
+
+
+def scaled_ramps(count, amplitudes=(1e-4, 1e2), seed=0):
+    """Ramps as `ramps`, each at an amplitude drawn log-uniformly from
+    `amplitudes` and on an offset of its own size."""
+    x, y = ramps(count, seed=seed)
+    rng = np.random.default_rng(seed + 100)
+    scale = np.exp(rng.uniform(*np.log(amplitudes), (count, 1, 1)))
+    return (scale * (x + rng.normal(size=(count, 1, 1)))).astype("float32"), y
+
+
+def test_scaling_auto_scales_each_series_where_their_scales_spread():
+    """`"auto"` scales each series by itself where the training series'
+    standard deviations spread over more than `SERIES_SCALE_SPREAD`
+    (90th to 10th percentile, valid steps only), with its level and scale
+    beside the histogram; one mean and variance otherwise."""
+    x, y = ramps(40)
+    assert models.front_end.scale_spread(x) < 2 and models.choose_scaling(x) == "global"
+    wide, _ = scaled_ramps(40)
+    assert models.front_end.scale_spread(wide) > 1e3 and models.choose_scaling(wide) == "series"
+    # Padding is in no series' scale: the same series padded with a large value.
+    padded = np.concatenate([x, np.full((40, 6, 1), 1e4, "float32")], axis=1)
+    assert models.choose_scaling(padded, mask_value=1e4) == "global"
+    # A feature flat in some series spreads without bound.
+    flat = x.copy()
+    flat[:10] = 0.5
+    assert models.front_end.scale_spread(flat) == np.inf
+    names = {scaling: [layer.name for layer in nbof_classifier((24, 1), 2, 4, mask_value=None, codebook_data=data).layers]
+             for scaling, data in (("global", x), ("series", wide))}
+    assert "series_normalization" in names["series"] and "histogram_and_statistics" in names["series"]
+    assert "series_normalization" not in names["global"] and "normalization" not in names["global"]
+    # Without data to decide by, "auto" is "global"; named, it is as named.
+    assert "series_normalization" not in [layer.name for layer in nbof_classifier((24, 1), 2, 4).layers]
+    assert "series_statistics" in [layer.name for layer in tabl_network(input_shape=(24, 1), num_classes=2,
+                                                                         scaling="series").layers]
+    with pytest.raises(ValueError, match="scaling"):
+        nbof_classifier((24, 1), 2, 4, scaling="per_series")
+
+
+@pytest.mark.parametrize("builder", [nbof_classifier, recurrent_nbof_classifier, tabl_network])
+def test_every_builder_reads_the_shape_at_any_amplitude(builder):
+    """Ramps at amplitudes from 1e-4 to 1e2: with one mean and variance the
+    small ones are flat; scaled by `train_classifier`'s "auto", every
+    builder tells rising from falling."""
+    x, y = scaled_ramps(48)
+    x_test, y_test = scaled_ramps(64, seed=1)
+    model, _ = train_classifier(builder, x, y, seed=0, recipe=Recipe(gradient_steps=120), jit_compile=False)
+    assert "series_normalization" in [layer.name for layer in model.layers]
+    accuracy = np.mean(model.predict(x_test, verbose=0).argmax(-1) == y_test)
+    assert accuracy >= 0.9, accuracy
+
+
+def test_tabl_network_chooses_its_front_end_by_the_input():
+    """`front_end="auto"`: a raw univariate series gets local histograms
+    (the kernels, 16 codewords per dilation); several features per step,
+    the paper's network on the steps."""
+    univariate = tabl_network(input_shape=(40, 1), num_classes=2)
+    quantizers = [layer for layer in univariate.layers if isinstance(layer, models.nbof_classifiers.BoFQuantizer)]
+    assert quantizers and all(q.num_codewords == 16 for q in quantizers)
+    assert univariate.get_layer("front_end_d1").mode == "kernels"
+    paper = tabl_network(input_shape=(10, 40), num_classes=3)
+    assert not [layer for layer in paper.layers if "front_end" in layer.name or "quantizer" in layer.name]
+    assert tabl_network(input_shape=(40, 10), data_format="channels_first").count_params() == paper.count_params()
+    with pytest.raises(ValueError, match="num_segments"):
+        tabl_network(input_shape=(10, 40), num_segments=4)
+
+
+def test_tiny_training_sets_train_on_warped_copies(monkeypatch):
+    """Two examples a class: nothing is held out, and the repeats of each
+    series within an epoch are copies warped in time, padding kept; with
+    enough examples a class, the series as they are."""
+    seen = []
+    real = keras.Model.fit
+
+    def recorded(self, x, y, **kwargs):
+        seen.append(np.array(x))
+        return real(self, x, y, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", recorded)
+    x, _ = ramps(12)
+    x[::2, 20:] = -1e4
+    y = np.repeat(np.arange(6), 2).astype("int32")
+    recipe = Recipe(gradient_steps=10, updates_per_epoch=5)
+    train_classifier(nbof_classifier, x, y, mask_value=-1e4, seed=0, recipe=recipe, jit_compile=False)
+    repeats = recipe.plan(12)[0]
+    tiled = np.tile(x, (repeats, 1, 1))
+    assert seen[-1].shape == tiled.shape and not np.allclose(seen[-1], tiled)
+    np.testing.assert_array_equal(seen[-1] == -1e4, tiled == -1e4)
+    np.testing.assert_array_equal(seen[-1], models.recipes.warp_series(tiled, -1e4, recipe.time_warp, seed=0))
+    train_classifier(nbof_classifier, x, y, mask_value=-1e4, seed=0, recipe=dataclasses.replace(recipe, time_warp=0),
+                     jit_compile=False)
+    np.testing.assert_array_equal(seen[-1], tiled)
+    x, y = ramps(40)
+    train_classifier(nbof_classifier, x, y, seed=0, recipe=recipe, jit_compile=False)
+    fit, _ = stratified_split(y, recipe.validation_split, 0)
+    np.testing.assert_array_equal(seen[-1][:len(fit)], x[fit])
+
+
+def test_a_warped_copy_follows_its_equation():
+    """Each copy: its valid steps resampled at shift + (1 + stretch) · t
+    (shares of the length, clipped), the shift and stretch drawn in turn
+    from the seed; one step stays as it is."""
+    x = np.zeros((3, 6, 2), "float32")
+    x[0] = np.stack([np.arange(6), -np.arange(6)], -1)
+    x[1, :4] = np.arange(4)[:, None] ** 2
+    x[1, 4:] = -1.0
+    x[2, 0], x[2, 1:] = 5.0, -1.0
+    warped = models.recipes.warp_series(x, mask_value=-1.0, warp=0.2, seed=3)
+    draws = np.random.default_rng(3).uniform(-0.2, 0.2, (3, 2))
+    for k, length in enumerate((6, 4)):
+        shift, stretch = draws[k]
+        u = np.clip(shift + (1 + stretch) * np.linspace(0, 1, length), 0, 1) * (length - 1)
+        for f in range(2):
+            np.testing.assert_allclose(warped[k, :length, f], np.interp(u, np.arange(length), x[k, :length, f]),
+                                       rtol=1e-6)
+    np.testing.assert_array_equal(warped[1, 4:], -1.0)
+    np.testing.assert_array_equal(warped[2], x[2])
+
+
+def paired_series(count, seed=0):
+    """Two inputs of different lengths and widths; the class is whether
+    the second rises, the first is noise. Padded with -1e4."""
+    x, y = ramps(count, steps=10, seed=seed)
+    rng = np.random.default_rng(seed)
+    first = rng.normal(size=(count, 7, 2)).astype("float32")
+    second = np.concatenate([x, 0.1 * x], axis=-1)
+    second[::3, 8:] = -1e4
+    return first, second, y
+
+
+def test_train_classifier_trains_paired_inputs():
+    """`drrt_classifier` with a list of two inputs (masks on both), or with
+    one array split by channel groups."""
+    first, second, y = paired_series(40)
+    model, _ = train_classifier(models.drrt_classifier, [first, second], y, mask_value=-1e4, seed=0,
+                                recipe=Recipe(gradient_steps=30), jit_compile=False)
+    assert [tuple(i.shape) for i in model.inputs] == [(None, 7, 2), (None, 10, 2)]
+    assert model.get_layer("masking_a").mask_value == -1e4
+    # Each input standardized by the statistics of its own valid fitted steps.
+    fit, _ = stratified_split(y, Recipe().validation_split, 0)
+    mean, _ = normalization_statistics(second[fit], -1e4)
+    np.testing.assert_allclose(np.squeeze(model.get_layer("normalization_b").mean), mean, rtol=1e-5)
+    joined = np.concatenate([np.pad(first, ((0, 0), (0, 3), (0, 0)), constant_values=0.0), second], axis=-1)
+    model, _ = train_classifier(models.drrt_classifier, joined, y, seed=0, channel_groups=((0, 1), (2, 3)),
+                                recipe=Recipe(gradient_steps=30), jit_compile=False)
+    assert [tuple(i.shape) for i in model.inputs] == [(None, 10, 2), (None, 10, 2)]
+    split = models.split_channels(joined, ((0, 1), (2, 3)))
+    np.testing.assert_array_equal(split[1], second)
+    assert model.predict(split, verbose=0).shape == (40, 2)
+    with pytest.raises(ValueError, match="must be a list of two inputs for drrt_classifier"):
+        train_classifier(models.drrt_classifier, joined, y)
+    with pytest.raises(ValueError, match="must be one array for nbof_classifier"):
+        train_classifier(nbof_classifier, [first, second], y)
+    with pytest.raises(ValueError, match="channel_groups"):
+        train_classifier(models.drrt_classifier, joined, y, channel_groups=((0, 1), (4,)))
+    with pytest.raises(ValueError, match=r"shapes \(40, 7, 2\), \(39, 10, 2\)"):
+        train_classifier(models.drrt_classifier, [first, second[1:]], y)
+
+
+@pytest.mark.parametrize("labels, match", [
+    ([0, 1, 2, 1], r"labels 0\.\.1 \(num_classes=2\).*e\.g\. 2"),
+    ([0, -1, 1, 1], r"labels 0\.\.1 \(num_classes=2\).*e\.g\. -1"),
+    ([0, 0.5, 1, 1], "integer labels"),
+])
+def test_train_classifier_refuses_labels_outside_the_classes(labels, match):
+    x, _ = ramps(4)
+    with pytest.raises(ValueError, match=match):
+        train_classifier(nbof_classifier, x, np.array(labels), num_classes=2)
+
+
+def test_train_classifier_refuses_an_empty_training_set():
+    with pytest.raises(ValueError, match="at least one example"):
+        train_classifier(nbof_classifier, np.zeros((0, 24, 1), "float32"), np.zeros(0, "int32"))

@@ -138,8 +138,10 @@ def test_local_histograms_segments():
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    ({"num_segments": 8}, "num_segments"),
-    ({"codebook_data": np.zeros((2, 40, 1))}, "codebook_data"),
+    ({"num_segments": 8, "num_codewords": None}, "num_segments"),
+    ({"codebook_data": np.zeros((2, 40, 1)), "num_codewords": None}, "codebook_data"),
+    # "auto" codewords only with the kernels.
+    ({"num_segments": 8, "front_end": "conv"}, "num_segments"),
     ({"num_codewords": 0}, "num_codewords"),
     ({"num_codewords": 4, "num_segments": "all"}, "num_segments"),
     ({"num_codewords": 4, "input_shape": (1, 40), "data_format": "channels_first"}, "num_codewords"),
