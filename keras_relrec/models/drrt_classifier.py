@@ -1,6 +1,7 @@
 """The Deep Recurrent Relation Transformer as a two-input classifier."""
 
 import keras
+import numpy as np
 
 from keras_relrec.layers import InteractionTransformer
 from keras_relrec.layers import LocalRecurrence
@@ -112,10 +113,14 @@ def drrt_classifier(
         raise ValueError(
             f"Argument `input_names` must be two different names; received input_names={input_names!r}."
         )
-    if normalization is not None and not (isinstance(normalization, (list, tuple)) and len(normalization) == 2):
+    if normalization is not None and not (
+            isinstance(normalization, (list, tuple)) and len(normalization) == 2
+            and all(isinstance(pair, (list, tuple)) and len(pair) == 2
+                    and all(np.size(part) in (1, shape[-1]) for part in pair) and np.all(np.asarray(pair[1]) > 0)
+                    for pair, shape in zip(normalization, input_shapes))):
         raise ValueError(
-            "Argument `normalization` must be None or one (mean, variance) for each input; received "
-            f"normalization={normalization!r}."
+            "Argument `normalization` must be None or one (mean, variance) for each input, each a number or one "
+            f"per feature of that input, the variances positive; received normalization={normalization!r}."
         )
     scaling = resolve_scaling(scaling)
     map_window = (map_window_size or window_size) if local_recurrence else None

@@ -14,6 +14,7 @@ from keras_relrec.layers import SeriesStatistics
 from keras_relrec.layers.bag_of_features.local_features import kernel_dilations
 from keras_relrec.ops import asinh
 from keras_relrec.utils import validation
+from keras_relrec.utils.dtypes import at_least_float32
 
 FRONT_ENDS = ("conv", "window", "kernels")
 # The front-end's defaults, in every builder: windows of this many steps,
@@ -136,7 +137,9 @@ def valid_steps(x, mask_value=None):
     x = np.asarray(x)
     if mask_value is None:
         return np.ones(x.shape[:-1], bool)
-    return ~np.all(x == mask_value, axis=-1)
+    # In x's dtype, as Masking compares: 0.1 in float32 is not 0.1.
+    padding = np.asarray(mask_value).astype(x.dtype) if np.issubdtype(x.dtype, np.floating) else mask_value
+    return ~np.all(x == padding, axis=-1)
 
 
 def scale_spread(x, mask_value=None):
@@ -144,8 +147,8 @@ def scale_spread(x, mask_value=None):
     features), of the 90th to the 10th percentile of the series' standard
     deviations (valid steps only); what `choose_scaling` compares with
     `SERIES_SCALE_SPREAD`. 1 for fewer than two series."""
-    x = np.asarray(x, np.float64)
     valid = valid_steps(x, mask_value)
+    x = np.asarray(x, np.float64)
     counts = np.maximum(valid.sum(axis=1), 1)[:, None]
     mean = np.where(valid[..., None], x, 0).sum(axis=1) / counts
     deviations = np.where(valid[..., None], x - mean[:, None], 0)
@@ -174,7 +177,8 @@ def resolve_scaling(scaling, data=None, mask_value=None):
     return "global" if data is None else choose_scaling(data, mask_value)
 
 
-def scaled_inputs(input_shape, mask_value=None, normalization=None, scaling="global", name="sequence", suffix=""):
+def scaled_inputs(input_shape, mask_value=None, normalization=None, scaling="global", name="sequence", suffix="",
+                  statistics_per_step=False):
     """The input of a sequence classifier, scaled: `(inputs, h, statistics)`.
 
     ```
@@ -188,19 +192,26 @@ def scaled_inputs(input_shape, mask_value=None, normalization=None, scaling="glo
     steps') standardize every step alike (`"global"`), or are the reference
     of each series' level and scale (`"series"`: each series standardized
     by itself, its level and scale in decades as 2·D features for the
-    head; 0 and 1 without `normalization`). Each part is left out where
-    its argument is None; `statistics` is None with `"global"`. The
-    layers are named `masking`, `normalization`, `series_normalization`
-    and `series_statistics`, each followed by `suffix` (a model of several
-    inputs names each input's apart).
+    head; 0 and 1 without `normalization`; with `statistics_per_step`,
+    repeated at every step with the sequence's mask, for a model that
+    reads steps). Each part is left out where its argument is None;
+    `statistics` is None with `"global"`. The layers are named
+    `normalization`, `series_normalization` and `series_statistics`, each
+    followed by `suffix`, and with a suffix the masking `masking{suffix}`
+    (a model of several inputs names each input's apart).
     """
     validation.check_choice("scaling", scaling, SCALINGS)
     inputs = keras.Input(input_shape, name=name)
-    h = inputs if mask_value is None else keras.layers.Masking(mask_value, name=f"masking{suffix}")(inputs)
+    h = inputs
+    if mask_value is not None:
+        # Under mixed precision the statistics are float32: the masking
+        # before them must not round the series to float16 first.
+        dtype = at_least_float32(keras.config.dtype_policy().compute_dtype) if scaling == "series" else None
+        h = keras.layers.Masking(mask_value, name=f"masking{suffix}" if suffix else None, dtype=dtype)(inputs)
     if scaling == "series":
         mean, variance = (0.0, 1.0) if normalization is None else normalization
         statistics = SeriesStatistics(np.asarray(mean).tolist(), np.asarray(variance).tolist(),
-                                      name=f"series_statistics{suffix}")(h)
+                                      per_step=statistics_per_step, name=f"series_statistics{suffix}")(h)
         return inputs, SeriesNormalization(name=f"series_normalization{suffix}")(h), statistics
     if normalization is not None:
         mean, variance = normalization

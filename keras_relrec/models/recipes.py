@@ -24,6 +24,11 @@ from keras_relrec.models.tabl_networks import tabl_network
 from keras_relrec.utils import validation
 
 
+def _check_warp(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 0.5:
+        raise ValueError(f"Argument `{name}` must be a share of the length in [0, 0.5); received {name}={value!r}.")
+
+
 @dataclasses.dataclass(frozen=True)
 class Recipe:
     """How a classifier is trained, whatever the data set.
@@ -60,8 +65,9 @@ class Recipe:
             none.
         validation_min_per_class: Hold out only when every class has at
             least this many training examples.
-        time_warp: Where nothing is held out, the largest shift and
-            stretch of a warped copy, a share of the series' length
+        time_warp: Where nothing is held out (small classes, or
+            `validation_split=0`), the largest shift and stretch of a
+            warped copy, a share of the series' length in [0, 0.5)
             (0: the copies are the series).
     """
 
@@ -74,6 +80,9 @@ class Recipe:
     validation_split: float = 0.2
     validation_min_per_class: int = 10
     time_warp: float = 0.1
+
+    def __post_init__(self):
+        _check_warp("time_warp", self.time_warp)
 
     def plan(self, examples):
         """(repeats, batch size, epochs) for `examples` training examples:
@@ -324,6 +333,7 @@ def warp_series(x, mask_value=None, warp=0.1, seed=0):
     Returns:
         An array shaped and typed as `x`.
     """
+    _check_warp("warp", warp)
     rng = np.random.default_rng(seed)
     warped = np.array(x, copy=True)
     for series, length in zip(warped, valid_steps(x, mask_value).sum(axis=1)):
@@ -386,8 +396,9 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         **kwargs: More builder arguments (e.g. `attention`, `scaling`).
 
     Returns:
-        `(model, history)`: the compiled model with the weights of its best
-        epoch, and the `fit` history (of the model trained on everything).
+        `(model, history)`: the compiled model, with the weights of its best
+        epoch where part of the data was held out (its last weights
+        otherwise), and the `fit` history.
     """
     if not callable(builder):
         names = ", ".join(spec.build.__name__ for spec in BUILDERS)

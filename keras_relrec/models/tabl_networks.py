@@ -69,7 +69,7 @@ def tabl_network(
            → [for each of S segments of the time axis: the histogram of
               each BoFQuantizer (one per dilation with the kernels), and
               the mean of the normalized window (SegmentMean)]
-           → [each series' SeriesStatistics beside every step]
+           → [each series' SeriesStatistics beside every step, or segment]
            → BL → ReLU → Dropout → … → TABL (or BL) to (num_classes × 1)
     ```
 
@@ -113,8 +113,9 @@ def tabl_network(
         scaling: `"global"`, `"series"` or `"auto"` (default), as in
             `nbof_classifier` (`"auto"` decides on `codebook_data`, and is
             `"global"` without it); with `"series"` each series' level and
-            scale (2·D numbers) join the features of every step of the
-            first bilinear layer (channels_last only).
+            scale (2·D numbers) join the features of every segment, or
+            without a quantizer of every valid step before the front-end
+            (channels_last only).
         front_end: `"auto"` (default): `"kernels"` for one feature per
             step, None for several (and with channels_first); None (the
             paper's network on the features as they are), `"conv"`,
@@ -149,11 +150,13 @@ def tabl_network(
     are zeros). With one feature per step (a raw univariate
     series) the first W1 is D' × 1: every hidden feature is a scaled copy
     of the series, and the shape of the series is left to W2's weights per
-    step alone. Give raw series local histograms, `front_end="kernels",
-    num_codewords=16` (C(TABL) in `benchmarks/bench_ucr.py`, above 1-NN
-    DTW on its univariate and its multivariate sets, and above
-    `front_end="conv"`: benchmarks/RESULTS.md, "Ready-made classifiers on
-    UCR/UEA sets", the columns "C(TABL)" and "C(TABL), conv").
+    step alone. Raw univariate series therefore get local histograms by
+    default (`front_end="auto"`: the kernels, `num_codewords="auto"`: 16;
+    C(TABL) in `benchmarks/bench_ucr.py`, above 1-NN DTW on its univariate
+    and its multivariate sets, and above `front_end="conv"`:
+    benchmarks/RESULTS.md, "Ready-made classifiers on UCR/UEA sets", the
+    columns "C(TABL)" and "C(TABL), conv"); name them for a multivariate
+    raw series too.
 
     Returns:
         An uncompiled `keras.Model`; hidden layers are named `bl_1`, `bl_2`
@@ -208,9 +211,18 @@ def tabl_network(
             f"Argument `{given[0]}` needs data_format='channels_last'; received "
             f"data_format={data_format!r}."
         )
-    inputs, sequence, statistics = scaled_inputs(input_shape, mask_value, normalization, scaling, name="window")
-    h = local_front_end(sequence, front_end, front_end_filters, window_size, max_steps,
-                        split_dilations=num_codewords is not None, compression=front_end_compression)
+    # Without a quantizer each series' statistics join its steps before the
+    # front-end, as features of every valid step (the mask kept); with one,
+    # they join the segments.
+    per_step = num_codewords is None
+    inputs, sequence, statistics = scaled_inputs(input_shape, mask_value, normalization, scaling, name="window",
+                                                 statistics_per_step=per_step)
+    steps = sequence
+    if statistics is not None and per_step:
+        steps = keras.layers.Concatenate(name="steps_and_statistics")([sequence, statistics])
+    # Resolved for the input's width: the statistics widen the steps.
+    h = local_front_end(steps, None if front_end is None else front_end.kind, front_end_filters, window_size,
+                        max_steps, split_dilations=num_codewords is not None, compression=front_end_compression)
     if num_codewords is not None:
         # An unknown length takes NUM_SEGMENTS; the dilations' outputs
         # all have the same steps.
@@ -219,9 +231,9 @@ def tabl_network(
         histograms = quantize(h, num_codewords, output_mode="segment_histograms", num_segments=segments)
         means = SegmentMean(segments, name="segment_means")(sequence)
         h = keras.layers.Concatenate(name="segments")(histograms + [means])
-    if statistics is not None:
-        repeated = keras.layers.RepeatVector(h.shape[1], name="statistics_per_step")(statistics)
-        h = keras.layers.Concatenate(name="steps_and_statistics")([h, repeated])
+    if statistics is not None and not per_step:
+        repeated = keras.layers.RepeatVector(h.shape[1], name="statistics_per_segment")(statistics)
+        h = keras.layers.Concatenate(name="segments_and_statistics")([h, repeated])
     for k, (units, steps) in enumerate(CONFIGS[config], start=1):
         h = BilinearLayer(units, steps, activation="relu", name=f"bl_{k}", **common)(h)
         h = keras.layers.Dropout(dropout, name=f"dropout_{k}")(h)

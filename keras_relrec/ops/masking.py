@@ -74,24 +74,28 @@ def masked_scale(x, mask=None, epsilon=1e-20, axis=1):
     """Mean μ and scale σ̃ of `x` over `axis`, valid entries only:
 
     ```
-    μ = mean_t x_t        σ̃ = √(mean_t (x_t − μ)² + ε + (8 · u · μ)²)
+    μ = mean_t x_t        σ̃ = √(mean_t (x_t − μ)² + ε + (8 · ε_m · μ)²)
     ```
 
-    with u the unit roundoff of `x`'s dtype: deviations from the mean that
-    are within a few roundings of it (a constant series summed in float32)
-    count as none, so a flat series does not become noise of unit scale.
+    with ε_m the machine epsilon of `x`'s dtype: deviations from the mean
+    within a few roundings of it count as none, so a flat series does not
+    become noise of unit scale. The mean is taken in two passes (the mean,
+    then the mean of what is left), so that its rounding does not grow
+    with the number of steps: a constant series of 5,000 float32 steps
+    leaves deviations far below the term above.
 
     Args:
         x: (batch, steps, ...) tensor.
         mask: `None`, or a boolean (batch, steps) tensor.
-        epsilon: ε ≥ 0, added to the variance.
+        epsilon: ε > 0, added to the variance.
         axis: The steps axis.
 
     Returns:
         `(μ, σ̃)`, each `x` with `axis` kept as one entry (for broadcasting).
         A row with no valid step gives μ = 0 and σ̃ = √ε.
     """
-    mean = ops.expand_dims(masked_mean(x, mask, axis), axis)
+    rough = ops.expand_dims(masked_mean(x, mask, axis), axis)
+    mean = rough + ops.expand_dims(masked_mean(zero_masked(x - rough, mask), mask, axis), axis)
     deviation = zero_masked(x - mean, mask)
     variance = ops.expand_dims(masked_mean(deviation * deviation, mask, axis), axis)
     roundoff = 8.0 * float(np.finfo(keras.backend.standardize_dtype(x.dtype)).eps)

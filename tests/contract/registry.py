@@ -195,7 +195,7 @@ ENTRIES = [
         layers.SeriesNormalization,
         {},
         (6, 3),
-        bad_kwargs=[({"epsilon": -1.0}, "epsilon"), ({"epsilon": "x"}, "epsilon")],
+        bad_kwargs=[({"epsilon": 0.0}, "epsilon"), ({"epsilon": "x"}, "epsilon")],
         bad_rank_match=r"expects inputs \(batch, steps, features\)",
         takes_mask=True,
     ),
@@ -205,9 +205,18 @@ ENTRIES = [
         {"mean": [0.5, -1.0, 0.0], "variance": [4.0, 0.25, 1.0]},
         (6, 3),
         bad_kwargs=[({"variance": 0.0}, "variance"), ({"mean": float("nan")}, "mean"),
-                    ({"epsilon": -1.0}, "epsilon")],
+                    ({"epsilon": 0.0}, "epsilon"), ({"per_step": 1}, "per_step")],
         bad_rank_match=r"expects inputs \(batch, steps, features\)",
         takes_mask=True,
+    ),
+    Entry(
+        layers.SeriesStatistics,
+        # Repeated at every step, the mask passed on.
+        {"mean": 0.5, "variance": 4.0, "per_step": True},
+        (6, 3),
+        bad_rank_match=r"expects inputs \(batch, steps, features\)",
+        takes_mask=True,
+        variant="per-step",
     ),
     Entry(
         layers.BoFQuantizer,

@@ -469,3 +469,18 @@ def test_train_classifier_refuses_labels_outside_the_classes(labels, match):
 def test_train_classifier_refuses_an_empty_training_set():
     with pytest.raises(ValueError, match="at least one example"):
         train_classifier(nbof_classifier, np.zeros((0, 24, 1), "float32"), np.zeros(0, "int32"))
+
+
+@pytest.mark.parametrize("warp", [-0.1, 0.5, "x", True])
+def test_a_warp_outside_its_range_is_refused(warp):
+    with pytest.raises(ValueError, match=r"`time_warp` must be a share of the length in \[0, 0.5\)"):
+        Recipe(time_warp=warp)
+    with pytest.raises(ValueError, match=r"`warp` must be a share"):
+        models.recipes.warp_series(np.zeros((1, 4, 1)), warp=warp)
+
+
+def test_drrt_classifier_refuses_one_normalization_for_two_inputs():
+    with pytest.raises(ValueError, match="one \\(mean, variance\\) for each input"):
+        models.drrt_classifier(((5, 2), (4, 2)), 2, normalization=([0.0, 0.0], [1.0, 1.0]))
+    model = models.drrt_classifier(((5, 2), (4, 3)), 2, normalization=((0.0, 1.0), ([0.0] * 3, [1.0] * 3)))
+    assert model.get_layer("normalization_b").mean.shape[-1] == 3

@@ -15,7 +15,8 @@ class SeriesMoments(keras.layers.Layer):
 
     def __init__(self, epsilon=1e-20, **kwargs):
         super().__init__(**kwargs)
-        self.epsilon = validation.check_non_negative_float("epsilon", epsilon)
+        # ε > 0: a flat or empty series has scale √ε, not 0 (no 0/0, no log 0).
+        self.epsilon = validation.check_positive_float("epsilon", epsilon)
 
     def build(self, input_shape):
         self.input_spec = validation.sequence_input_spec(self, input_shape)

@@ -13,12 +13,13 @@ class SeriesNormalization(SeriesMoments):
     over its valid steps:
 
     ```
-    μ = mean_t x_t      σ̃ = √(mean_t (x_t − μ)² + ε + (8 · u · μ)²)
+    μ = mean_t x_t      σ̃ = √(mean_t (x_t − μ)² + ε + (8 · ε_m · μ)²)
     y_t = (x_t − μ) / σ̃
     ```
 
-    (u: the unit roundoff of the dtype the statistics are taken in, so a
-    flat series gives zeros, not rounding noise). One mean and variance
+    (ε_m: the machine epsilon of the dtype the statistics are taken in, so
+    that a flat series gives zeros, not rounding noise blown up to unit
+    scale; the mean is taken in two passes, see `masked_scale`). One mean and variance
     over a whole training set (`keras.layers.Normalization`) leaves a series
     a thousand times smaller than the others nearly flat; this layer gives
     every series unit scale whatever its amplitude, which is z-normalization
@@ -31,7 +32,7 @@ class SeriesNormalization(SeriesMoments):
     given in the compute dtype.
 
     Args:
-        epsilon: ε ≥ 0 added to the variance (default 1e-20: a series whose
+        epsilon: ε > 0 added to the variance (default 1e-20: a series whose
             standard deviation is below about 1e-10 counts as flat).
         **kwargs: Base `Layer` arguments.
 

@@ -6,6 +6,8 @@ import numpy as np
 from keras import ops
 
 from keras_relrec.layers.scaling.series_moments import SeriesMoments
+from keras_relrec.ops import zero_masked
+from keras_relrec.utils import validation
 from keras_relrec.utils.registration import register_layer
 
 
@@ -20,6 +22,10 @@ class SeriesStatistics(SeriesMoments):
     output = [level_1 … level_D, scale_1 … scale_D]
     ```
 
+    With `per_step=True` the output is repeated at every step, zeros at
+    the masked ones, and the mask passes on: for a model that reads the
+    steps (a bilinear network), beside the standardized series.
+
     What `SeriesNormalization` takes from a series, given back as 2·D
     numbers for a classifier's head: on a set whose amplitudes say nothing
     of the class the head can ignore them, and where they do (a standing
@@ -31,7 +37,9 @@ class SeriesStatistics(SeriesMoments):
     Args:
         mean: m, a number or one per feature (default 0).
         variance: v > 0, a number or one per feature (default 1).
-        epsilon: ε ≥ 0, as in `SeriesNormalization`.
+        epsilon: ε > 0, as in `SeriesNormalization`.
+        per_step: Whether the output is (batch, 2·D), the default, or
+            (batch, steps, 2·D), the same at every valid step.
         **kwargs: Base `Layer` arguments.
 
     Call arguments:
@@ -40,7 +48,8 @@ class SeriesStatistics(SeriesMoments):
             statistic, whatever they hold.
 
     Returns:
-        (batch, 2 · features). The mask is consumed.
+        (batch, 2 · features), the mask consumed; with `per_step`,
+        (batch, steps, 2 · features), the mask passed on.
 
     Example:
 
@@ -52,8 +61,10 @@ class SeriesStatistics(SeriesMoments):
     [[0.02, -2.0], [200.0, 2.0]]
     """
 
-    def __init__(self, mean=0.0, variance=1.0, epsilon=1e-20, **kwargs):
+    def __init__(self, mean=0.0, variance=1.0, epsilon=1e-20, per_step=False, **kwargs):
         super().__init__(epsilon, **kwargs)
+        self.per_step = validation.check_bool("per_step", per_step)
+        self.supports_masking = True
         self.mean = _numbers("mean", mean)
         self.variance = _numbers("variance", variance)
         if np.any(np.asarray(self.variance) <= 0):
@@ -79,16 +90,21 @@ class SeriesStatistics(SeriesMoments):
         level = (ops.squeeze(mean, 1) - reference) / root
         decades = ops.log(ops.squeeze(scale, 1)) / math.log(10.0) - ops.convert_to_tensor(
             np.log10(np.reshape(self.variance, -1)) / 2, dtype=x.dtype)
-        return ops.cast(ops.concatenate([level, decades], axis=-1), self.compute_dtype)
+        statistics = ops.concatenate([level, decades], axis=-1)
+        if self.per_step:
+            # Repeated by a broadcast sum (an ADD; TFLM has no BROADCAST_TO).
+            statistics = zero_masked(ops.expand_dims(statistics, 1) + ops.zeros_like(x[..., :1]), mask)
+        return ops.cast(statistics, self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
-        return None
+        return mask if self.per_step else None
 
     def compute_output_shape(self, input_shape):
-        return (input_shape[0], None if input_shape[-1] is None else 2 * input_shape[-1])
+        width = None if input_shape[-1] is None else 2 * input_shape[-1]
+        return (input_shape[0], input_shape[1], width) if self.per_step else (input_shape[0], width)
 
     def get_config(self):
-        return {**super().get_config(), "mean": self.mean, "variance": self.variance}
+        return {**super().get_config(), "mean": self.mean, "variance": self.variance, "per_step": self.per_step}
 
 
 def _numbers(name, value):
