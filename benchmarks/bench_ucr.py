@@ -516,7 +516,8 @@ def held_out_lines(table, sets, models):
         if all((s, baseline) in table for s in first + second):
             b_score = statistics.mean(table[s, baseline][0] for s in second)
             a_score = statistics.mean(table[s, baseline][0] for s in first)
-            lines.append(f"| {label(baseline)} | – | {b_score:.1f} | – | {a_score:.1f} | {(a_score + b_score) / 2:.1f} |")
+            lines.append(f"| {label(baseline)} | – | {b_score:.1f} | – | {a_score:.1f} | "
+                         f"{(a_score + b_score) / 2:.1f} |")
     return lines
 
 

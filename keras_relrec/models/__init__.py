@@ -19,8 +19,8 @@ from keras_relrec.models.recipes import builder_spec
 from keras_relrec.models.recipes import normalization_statistics
 from keras_relrec.models.recipes import recipe_for
 from keras_relrec.models.recipes import split_channels
-from keras_relrec.models.recipes import warp_series
 from keras_relrec.models.recipes import train_classifier
+from keras_relrec.models.recipes import warp_series
 from keras_relrec.models.tabl_networks import class_weights
 from keras_relrec.models.tabl_networks import compile_as_in_paper
 from keras_relrec.models.tabl_networks import tabl_network

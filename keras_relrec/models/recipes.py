@@ -8,9 +8,9 @@ import types
 import keras
 import numpy as np
 
+from keras_relrec.models.drrt_classifier import drrt_classifier
 from keras_relrec.models.front_end import MAX_STEPS
 from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
-from keras_relrec.models.drrt_classifier import drrt_classifier
 from keras_relrec.models.front_end import FrontEnd
 from keras_relrec.models.front_end import choose_scaling
 from keras_relrec.models.front_end import front_end_strides

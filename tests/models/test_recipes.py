@@ -323,7 +323,8 @@ def test_scaling_auto_scales_each_series_where_their_scales_spread():
     flat = x.copy()
     flat[:10] = 0.5
     assert models.front_end.scale_spread(flat) == np.inf
-    names = {scaling: [layer.name for layer in nbof_classifier((24, 1), 2, 4, mask_value=None, codebook_data=data).layers]
+    names = {scaling: [layer.name for layer in
+                       nbof_classifier((24, 1), 2, 4, mask_value=None, codebook_data=data).layers]
              for scaling, data in (("global", x), ("series", wide))}
     assert "series_normalization" in names["series"] and "histogram_and_statistics" in names["series"]
     assert "series_normalization" not in names["global"] and "normalization" not in names["global"]
