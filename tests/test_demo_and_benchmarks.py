@@ -203,6 +203,40 @@ def test_ucr_goal_lines_judge_each_kind_of_set(monkeypatch):
     assert bench["goal_lines"](results, ["GunPoint", "BasicMotions"], models, averages, info) == []
 
 
+def test_ucr_held_out_protocol_chooses_on_one_half_and_judges_on_the_other(monkeypatch):
+    """bench_ucr's held-out table: per family, the configuration with the
+    best mean on one half, reported by its mean on the other, both ways;
+    and the generated sets' verdicts against MiniRocket and DTW."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        bench = runpy.run_path(str(ROOT / "benchmarks" / "bench_ucr.py"), run_name="bench_ucr")
+    finally:
+        sys.modules.pop("results_file", None)
+    first, second = bench["HALVES"]
+    # NBoF's default wins on A (90 against 80) and loses on B (70 against 75).
+    table = {}
+    for s in first:
+        table[s, "nbof"], table[s, "nbof_conv"] = (90.0, 0, 1), (80.0, 0, 1)
+        table[s, "minirocket"], table[s, "dtw"] = (95.0, 0, 1), (60.0, 0, 1)
+    for s in second:
+        table[s, "nbof"], table[s, "nbof_conv"] = (70.0, 0, 1), (75.0, 0, 1)
+        table[s, "minirocket"], table[s, "dtw"] = (85.0, 0, 1), (50.0, 0, 1)
+    models = ["minirocket", "dtw", "nbof", "nbof_conv"]
+    lines = bench["held_out_lines"](table, list(first + second), models)
+    assert "| NBoF | NBoF | 70.0 | NBoF, conv | 80.0 | 75.0 |" in lines, lines
+    assert "| MiniRocket | – | 85.0 | – | 95.0 | 90.0 |" in lines
+    assert "| 1-NN DTW | – | 50.0 | – | 60.0 | 55.0 |" in lines
+    # Without every set of both halves, no held-out table.
+    assert bench["held_out_lines"](table, list(first), models) == []
+    info = {"ScaledShapes": {"classes": 6, "train": 120, "steps": "100–300"}}
+    table = {("ScaledShapes", "nbof"): (97.0, 1.0, 1), ("ScaledShapes", "tabl"): (90.0, 1.0, 1),
+             ("ScaledShapes", "minirocket"): (95.0, 0.5, 1), ("ScaledShapes", "dtw"): (92.0, 0.0, 1)}
+    lines = bench["generated_lines"](table, ["ScaledShapes"], ["minirocket", "dtw", "nbof", "tabl"], info)
+    assert "| ScaledShapes | 6 × 20 | 100–300 | 1e-05–100 | 95.0 ± 0.5 | 92.0 | 97.0 ± 1.0 | 90.0 ± 1.0 |" in lines
+    assert ("- NBoF: ScaledShapes +2.0 against MiniRocket (within 3 points), above 1-NN DTW." in lines
+            and "- C(TABL): ScaledShapes -5.0 against MiniRocket (not within 3 points), not above 1-NN DTW." in lines)
+
+
 @pytest.mark.slow
 def test_ucr_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_ucr.py", tmp_path, monkeypatch)

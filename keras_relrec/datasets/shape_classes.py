@@ -72,9 +72,7 @@ def shape_classes(num_classes=6, train_per_class=20, test_per_class=20, lengths=
         raise ValueError(f"Argument `amplitudes` must be (smallest, largest) with 0 < smallest ≤ largest, finite; "
                          f"received amplitudes={amplitudes!r}.")
     noise = validation.check_non_negative_float("noise", noise)
-    warp = validation.check_non_negative_float("warp", warp)
-    if warp >= 0.5:
-        raise ValueError(f"Argument `warp` must be in [0, 0.5); received warp={warp!r}.")
+    warp = validation.check_warp("warp", warp)
     bumps = validation.check_positive_int("bumps", bumps)
     rng = np.random.default_rng(validation.check_numpy_seed(seed))
     centres = rng.uniform(0.0, 1.0, (num_classes, bumps))

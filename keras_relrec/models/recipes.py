@@ -12,9 +12,9 @@ from keras_relrec.models.drrt_classifier import drrt_classifier
 from keras_relrec.models.front_end import MAX_STEPS
 from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
 from keras_relrec.models.front_end import FrontEnd
-from keras_relrec.models.front_end import choose_scaling
 from keras_relrec.models.front_end import front_end_strides
 from keras_relrec.models.front_end import resolve_front_end
+from keras_relrec.models.front_end import resolve_scaling
 from keras_relrec.models.front_end import valid_steps
 from keras_relrec.models.nbof_classifiers import nbof_classifier
 from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier
@@ -22,11 +22,6 @@ from keras_relrec.models.tabl_networks import class_weights
 from keras_relrec.models.tabl_networks import resolve_num_codewords
 from keras_relrec.models.tabl_networks import tabl_network
 from keras_relrec.utils import validation
-
-
-def _check_warp(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 0.5:
-        raise ValueError(f"Argument `{name}` must be a share of the length in [0, 0.5); received {name}={value!r}.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +77,7 @@ class Recipe:
     time_warp: float = 0.1
 
     def __post_init__(self):
-        _check_warp("time_warp", self.time_warp)
+        validation.check_warp("time_warp", self.time_warp)
 
     def plan(self, examples):
         """(repeats, batch size, epochs) for `examples` training examples:
@@ -333,7 +328,7 @@ def warp_series(x, mask_value=None, warp=0.1, seed=0):
     Returns:
         An array shaped and typed as `x`.
     """
-    _check_warp("warp", warp)
+    validation.check_warp("warp", warp)
     rng = np.random.default_rng(seed)
     warped = np.array(x, copy=True)
     for series, length in zip(warped, valid_steps(x, mask_value).sum(axis=1)):
@@ -430,10 +425,9 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         front_end = resolve_front_end(kwargs.get("front_end", spec.front_end), xs[0].shape[-1])
         make = functools.partial(spec.make, resolved_front_end=front_end)
         recipe = recipe or spec.recipe_for(front_end.kind)
-        scaling = kwargs.get("scaling", "auto")
-        if isinstance(scaling, str) and scaling == "auto":
-            chosen = [choose_scaling(part, mask_value) for part in xs]
-            kwargs = {**kwargs, "scaling": "series" if "series" in chosen else "global"}
+        # "auto" from the data, each input's; "series" if any input needs it.
+        chosen = {resolve_scaling(kwargs.get("scaling", "auto"), part, mask_value) for part in xs}
+        kwargs = {**kwargs, "scaling": "series" if "series" in chosen else "global"}
     keras.utils.set_random_seed(seed)
     # Classes with no example (a gap in the labels) are not counted.
     smallest = np.unique(y, return_counts=True)[1].min(initial=len(y))

@@ -95,7 +95,9 @@ def masked_scale(x, mask=None, epsilon=1e-20, axis=1):
         A row with no valid step gives μ = 0 and σ̃ = √ε.
     """
     rough = ops.expand_dims(masked_mean(x, mask, axis), axis)
-    mean = rough + ops.expand_dims(masked_mean(zero_masked(x - rough, mask), mask, axis), axis)
+    mean = rough + ops.expand_dims(masked_mean(x - rough, mask, axis), axis)
+    # Zeros before the square: its gradient, 2 · deviation, would be NaN at
+    # a masked step holding NaN, and reach the mean.
     deviation = zero_masked(x - mean, mask)
     variance = ops.expand_dims(masked_mean(deviation * deviation, mask, axis), axis)
     roundoff = 8.0 * float(np.finfo(keras.backend.standardize_dtype(x.dtype)).eps)

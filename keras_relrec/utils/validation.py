@@ -64,6 +64,15 @@ def check_float(name, value):
     return float(value)
 
 
+def check_warp(name, value):
+    """The largest shift and stretch of a time warp, a share of a series'
+    length in [0, 0.5) (beyond, a stretched series could lose half its
+    steps to the clipping)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 0.5:
+        raise ValueError(f"Argument `{name}` must be a share of the length in [0, 0.5); received {name}={value!r}.")
+    return float(value)
+
+
 def check_choice(name, value, choices):
     # Exact types: True == 1 and 1.0 == 1 must not pass for the choice 1.
     if not any(value == c and type(value) is type(c) for c in choices):
