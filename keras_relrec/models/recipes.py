@@ -232,8 +232,8 @@ def normalization_statistics(x, mask_value=None):
     """(mean, variance) per feature over the valid steps of `x` (steps whose
     features all equal `mask_value` are padding), for a builder's
     `normalization`."""
-    x = np.asarray(x, np.float64)
-    steps = x[valid_steps(x, mask_value)]
+    # The padding found in x's own dtype, as Masking finds it.
+    steps = np.asarray(x, np.float64)[valid_steps(x, mask_value)]
     return steps.mean(axis=0), np.maximum(steps.var(axis=0), 1e-12)
 
 

@@ -485,3 +485,32 @@ def test_drrt_classifier_refuses_one_normalization_for_two_inputs():
         models.drrt_classifier(((5, 2), (4, 2)), 2, normalization=([0.0, 0.0], [1.0, 1.0]))
     model = models.drrt_classifier(((5, 2), (4, 3)), 2, normalization=((0.0, 1.0), ([0.0] * 3, [1.0] * 3)))
     assert model.get_layer("normalization_b").mean.shape[-1] == 3
+
+
+def test_padding_is_compared_in_the_datas_dtype():
+    """A mask value that float32 cannot hold exactly (0.1): the padding of
+    float32 data is recognised as Masking recognises it, and left out of
+    the statistics and the spread."""
+    x, _ = ramps(6)
+    padded = np.concatenate([x, np.full((6, 4, 1), 0.1, "float32")], axis=1)
+    assert models.front_end.valid_steps(padded, 0.1).sum() == x.shape[0] * x.shape[1]
+    np.testing.assert_allclose(normalization_statistics(padded, 0.1)[0], normalization_statistics(x)[0], rtol=1e-6)
+    assert models.front_end.scale_spread(padded, 0.1) == models.front_end.scale_spread(x)
+
+
+def test_series_scaling_keeps_small_amplitudes_under_mixed_precision():
+    """Under mixed_float16 the masking before the per-series statistics
+    computes in float32: a series of amplitude 1e-6 is not rounded to
+    float16 (its smallest normal is 6e-5) before it is standardized."""
+    x, _ = ramps(2)
+    x = (1e-6 * x).astype("float32")
+    x[0, 20:] = -1e4
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        inputs, h, _ = models.scaled_inputs((24, 1), mask_value=-1e4, scaling="series")
+        got = keras.ops.convert_to_numpy(keras.Model(inputs, h)(x)).astype("float64")
+    finally:
+        keras.config.set_dtype_policy(previous)
+    series = x[1, :, 0].astype("float64")
+    np.testing.assert_allclose(got[1, :, 0], (series - series.mean()) / series.std(), atol=1e-2)
