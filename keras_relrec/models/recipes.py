@@ -39,12 +39,13 @@ class Recipe:
     split would keep one example of such a class, too few to choose an
     epoch by and a fifth of its data lost. The model then trains on
     everything for the planned updates, and every repeat of a series
-    within an epoch is a copy warped in time (`time_warp`, `warp_series`):
-    with a few series per class the builders fitted them exactly within a
-    few epochs and generalized poorly whatever the epoch; warped copies
-    lifted C(TABL) and the recurrent NBoF on generated sets of two series
-    per class, where choosing the epochs by cross-validation did not
-    (benchmarks/RESULTS.md, "Tiny training sets"). The learning rate
+    within an epoch is a copy warped in time (`time_warp`, `warp_series`),
+    drawn afresh every epoch: with a few series per class the builders
+    fitted them exactly within a few epochs and generalized poorly
+    whatever the epoch; warped copies lifted every builder on generated
+    sets of two series per class, where choosing the epochs by
+    cross-validation did not (benchmarks/RESULTS.md, "Tiny training
+    sets"). The learning rate
     follows a cosine decay to zero over the planned updates, and the loss
     weighs each class by N / (K · N_class).
 
@@ -344,6 +345,25 @@ def warp_series(x, mask_value=None, warp=0.1, seed=0):
     return warped
 
 
+def _warped_batches(xs, y, weights, batch_size, epochs, mask_value, warp, seed):
+    """Batches (inputs, labels, sample weights) for `epochs` epochs over the
+    examples `xs` (a list of inputs), each a copy warped in time
+    (`warp_series`) afresh every epoch, in a new order: copies drawn once
+    were fitted exactly within a few epochs. One generator over every
+    epoch, so that no prefetched batch can come from another epoch's draw."""
+    for number in range(epochs):
+        rng = np.random.default_rng((seed, number))
+        order = rng.permutation(len(y))
+        # Every input of an example the same warp: one seed for all.
+        warp_seed = int(rng.integers(2**31))
+        warped = [warp_series(part, mask_value, warp, warp_seed)[order] for part in xs]
+        for start in range(0, len(y), batch_size):
+            # A tuple: tf.data takes no lists in a generator's batches.
+            x = tuple(part[start:start + batch_size] for part in warped)
+            take = order[start:start + batch_size]
+            yield (x if len(x) > 1 else x[0]), y[take], weights[take]
+
+
 def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, recipe=None, jit_compile=True,
                      verbose=0, channel_groups=None, **kwargs):
     """Builds a classifier with `builder` and trains it with the builder's
@@ -441,9 +461,6 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
                  statistics if len(xs) > 1 else statistics[0], seed, **kwargs)
     repeats, batch_size, epochs = recipe.plan(len(fit))
     x_fit = [np.tile(part, (repeats, 1, 1)) for part in fitted]
-    if not len(held) and recipe.time_warp > 0:
-        # Each repeat its own warp; every input of an example the same.
-        x_fit = [warp_series(part, mask_value, recipe.time_warp, seed) for part in x_fit]
     y_fit = np.tile(y[fit], repeats)
     schedule = keras.optimizers.schedules.CosineDecay(
         recipe.learning_rate, epochs * math.ceil(len(y_fit) / batch_size))
@@ -458,6 +475,13 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         checks = {"validation_data": ([part[held] for part in xs] if len(xs) > 1 else xs[0][held], y[held]),
                   "callbacks": [keras.callbacks.EarlyStopping(
                       patience=recipe.patience, start_from_epoch=epochs // 2, restore_best_weights=True)]}
-    history = model.fit(x_fit if len(xs) > 1 else x_fit[0], y_fit, epochs=epochs, batch_size=batch_size,
-                        class_weight=class_weights(y[fit]), verbose=verbose, **checks)
+    if not len(held) and recipe.time_warp > 0:
+        weights = class_weights(y[fit])
+        batches = _warped_batches(x_fit, y_fit, np.array([weights[label] for label in y_fit], np.float32),
+                                  batch_size, epochs, mask_value, recipe.time_warp, seed)
+        history = model.fit(batches, epochs=epochs, steps_per_epoch=math.ceil(len(y_fit) / batch_size),
+                            shuffle=False, verbose=verbose)
+    else:
+        history = model.fit(x_fit if len(xs) > 1 else x_fit[0], y_fit, epochs=epochs, batch_size=batch_size,
+                            class_weight=class_weights(y[fit]), verbose=verbose, **checks)
     return model, history

@@ -366,26 +366,45 @@ def test_tabl_network_chooses_its_front_end_by_the_input():
 
 def test_tiny_training_sets_train_on_warped_copies(monkeypatch):
     """Two examples a class: nothing is held out, and the repeats of each
-    series within an epoch are copies warped in time, padding kept; with
-    enough examples a class, the series as they are."""
+    series are copies warped in time, drawn afresh every epoch in a new
+    order, padding kept, class-weighted; with enough examples a class, the
+    series as they are."""
     seen = []
     real = keras.Model.fit
 
-    def recorded(self, x, y, **kwargs):
-        seen.append(np.array(x))
+    def recorded(self, x, y=None, **kwargs):
+        # A generator's batches, kept and replayed.
+        if not isinstance(x, np.ndarray):
+            x = list(x)
+            seen.append(x)
+            return real(self, (batch for batch in x), y, **kwargs)
+        seen.append(x)
         return real(self, x, y, **kwargs)
 
     monkeypatch.setattr(keras.Model, "fit", recorded)
     x, _ = ramps(12)
     x[::2, 20:] = -1e4
-    y = np.repeat(np.arange(6), 2).astype("int32")
+    y = np.array([0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4], "int32")
     recipe = Recipe(gradient_steps=10, updates_per_epoch=5)
-    train_classifier(nbof_classifier, x, y, mask_value=-1e4, seed=0, recipe=recipe, jit_compile=False)
-    repeats = recipe.plan(12)[0]
-    tiled = np.tile(x, (repeats, 1, 1))
-    assert seen[-1].shape == tiled.shape and not np.allclose(seen[-1], tiled)
-    np.testing.assert_array_equal(seen[-1] == -1e4, tiled == -1e4)
-    np.testing.assert_array_equal(seen[-1], models.recipes.warp_series(tiled, -1e4, recipe.time_warp, seed=0))
+    _, history = train_classifier(nbof_classifier, x, y, mask_value=-1e4, seed=0, recipe=recipe, jit_compile=False)
+    repeats, batch_size, epochs = recipe.plan(12)
+    assert len(history.epoch) == epochs
+    tiled, labels = np.tile(x, (repeats, 1, 1)), np.tile(y, repeats)
+    per_epoch = -(-len(labels) // batch_size)
+    assert epochs > 1 and len(seen[-1]) == epochs * per_epoch
+    for number in range(epochs):
+        batches = seen[-1][number * per_epoch:(number + 1) * per_epoch]
+        got_x, got_y, got_w = (np.concatenate([b[k] for b in batches]) for k in range(3))
+        # The epoch's draws: the order, then the warps' seed.
+        rng = np.random.default_rng((0, number))
+        order = rng.permutation(len(labels))
+        warped = models.recipes.warp_series(tiled, -1e4, recipe.time_warp, seed=int(rng.integers(2**31)))
+        np.testing.assert_array_equal(got_x, warped[order])
+        np.testing.assert_array_equal(got_y, labels[order])
+        # N / (K · N_class): 12 / (5 · 4) for class 0, 12 / (5 · 2) else.
+        np.testing.assert_allclose(got_w, np.where(labels[order] == 0, 0.6, 1.2), rtol=1e-6)
+        np.testing.assert_array_equal(got_x == -1e4, tiled[order] == -1e4)
+        assert not np.allclose(got_x, tiled[order])
     train_classifier(nbof_classifier, x, y, mask_value=-1e4, seed=0, recipe=dataclasses.replace(recipe, time_warp=0),
                      jit_compile=False)
     np.testing.assert_array_equal(seen[-1], tiled)
@@ -514,3 +533,29 @@ def test_series_scaling_keeps_small_amplitudes_under_mixed_precision():
         keras.config.set_dtype_policy(previous)
     series = x[1, :, 0].astype("float64")
     np.testing.assert_allclose(got[1, :, 0], (series - series.mean()) / series.std(), atol=1e-2)
+
+
+def test_paired_inputs_of_a_tiny_set_share_each_warp(monkeypatch):
+    """Both inputs of an example are warped with the same shift and stretch
+    (the same draws, whatever their lengths)."""
+    seen = []
+    real = keras.Model.fit
+
+    def recorded(self, x, y=None, **kwargs):
+        x = list(x)
+        seen.append(x[0])
+        return real(self, (batch for batch in x), y, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", recorded)
+    first, second, y = paired_series(40)
+    take = np.concatenate([np.flatnonzero(y == c)[:3] for c in (0, 1)])
+    recipe = Recipe(gradient_steps=4, updates_per_epoch=2)
+    train_classifier(models.drrt_classifier, [first[take], second[take]], y[take], mask_value=-1e4, seed=0,
+                     recipe=recipe, jit_compile=False)
+    repeats = recipe.plan(6)[0]
+    rng = np.random.default_rng((0, 0))
+    order, warp_seed = rng.permutation(6 * repeats), int(rng.integers(2**31))
+    (got_first, got_second), _, _ = seen[-1]
+    for got, part in ((got_first, first[take]), (got_second, second[take])):
+        want = models.recipes.warp_series(np.tile(part, (repeats, 1, 1)), -1e4, recipe.time_warp, seed=warp_seed)
+        np.testing.assert_array_equal(got, want[order][:len(got)])
