@@ -45,6 +45,7 @@ HEAVY = (
     "tests/test_tutorials.py",
     "tests/tuning/test_hyper_models.py::test_search_and_the_best_model",
     "tests/contract/test_exported_files_on_device.py",
+    "tests/contract/test_file_writes.py",
 )
 
 

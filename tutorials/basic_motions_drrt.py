@@ -54,6 +54,7 @@ from keras_relrec.datasets import load_basic_motions  # noqa: E402
 from keras_relrec.datasets.basic_motions import CLASSES  # noqa: E402
 from keras_relrec.layers import LocalRecurrence  # noqa: E402
 from keras_relrec.models import drrt_classifier  # noqa: E402
+from keras_relrec.utils import atomic_files  # noqa: E402
 from keras_relrec.utils import model_card  # noqa: E402
 
 MODELS = ("DRRT (sum)", "DRRT (maxout)", "DRRT (concat)", "DRRT (dot)", "DRT", "accelerometer alone",
@@ -166,7 +167,8 @@ def plot_maps(model, x_test, y_test, out):
             ax.set_xlabel("gyroscope step j", fontsize=8)
             ax.set_ylabel("accelerometer step i", fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "basic_motions_relation_maps.png", dpi=90)
+    with atomic_files.replacing(out / "basic_motions_relation_maps.png") as temp:
+        fig.savefig(temp, dpi=90)
     plt.close(fig)
 
 
@@ -215,8 +217,9 @@ def main(argv=None):
         plot_maps(first["DRRT (sum)"], x_test, y_test, out)
         if args.save_dir:
             save(first["DRRT (sum)"], (x_test, y_test), argv or [], pathlib.Path(args.save_dir))
-    (out / "basic_motions_drrt.md").write_text(text)
-    (out / "basic_motions_drrt.json").write_text(json.dumps({"summary": rows, "runs": runs}, indent=1) + "\n")
+    atomic_files.write_text(out / "basic_motions_drrt.md", text)
+    atomic_files.write_text(out / "basic_motions_drrt.json",
+                            json.dumps({"summary": rows, "runs": runs}, indent=1) + "\n")
     print(text)
     return rows, runs
 
@@ -226,8 +229,10 @@ def save(model, test, argv, folder):
 
     folder.mkdir(parents=True, exist_ok=True)
     (accelerometer, gyroscope), y = test
-    model.save(folder / "basic_motions_drrt.keras")
-    np.savez_compressed(folder / "test_recordings.npz", accelerometer=accelerometer, gyroscope=gyroscope, labels=y)
+    with atomic_files.replacing(folder / "basic_motions_drrt.keras") as temp:
+        model.save(temp)
+    with atomic_files.replacing(folder / "test_recordings.npz") as temp:
+        np.savez_compressed(temp, accelerometer=accelerometer, gyroscope=gyroscope, labels=y)
     export.export_saved_model(model, folder / "basic_motions_drrt_savedmodel")
     export.export_tflite(model, folder / "basic_motions_drrt.tflite")
     card = {
@@ -237,7 +242,7 @@ def save(model, test, argv, folder):
         "command": model_card.reproduce_command("tutorials/basic_motions_drrt.py", argv,
                                                 "savedmodels/basic_motions"),
     }
-    (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    model_card.write_card(folder / "card.json", card)
 
 
 if __name__ == "__main__":

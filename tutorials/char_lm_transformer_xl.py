@@ -27,7 +27,6 @@ memory model as `.keras`, SavedModel and TFLite (streaming by segment).
 """
 
 import argparse
-import json
 import math
 import os
 import pathlib
@@ -47,6 +46,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from keras_relrec.layers import SegmentCacheTransformer  # noqa: E402
 from keras_relrec.layers import TransformerXL  # noqa: E402
 from keras_relrec.models import TransformerXLGenerator  # noqa: E402
+from keras_relrec.utils import atomic_files  # noqa: E402
 from keras_relrec.utils import model_card  # noqa: E402
 
 VOCABULARY = 256
@@ -167,7 +167,8 @@ def plot(results, out):
     ax.set(xlabel="epoch", ylabel="validation bits per character", title="Python source, character level")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "char_lm_curves.png", dpi=120)
+    with atomic_files.replacing(out / "char_lm_curves.png") as temp:
+        fig.savefig(temp, dpi=120)
     plt.close(fig)
 
 
@@ -176,7 +177,8 @@ def save(result, args, argv, folder, test_data):
 
     folder.mkdir(parents=True, exist_ok=True)
     model = stateless_copy(result, args)
-    model.save(folder / "char_lm_transformer_xl.keras")
+    with atomic_files.replacing(folder / "char_lm_transformer_xl.keras") as temp:
+        model.save(temp)
     export.export_saved_model(model, folder / "char_lm_transformer_xl_savedmodel", streaming=True)
     export.export_tflite(model, folder / "char_lm_transformer_xl.tflite")
     export.export_tflite(model, folder / "char_lm_transformer_xl_step.tflite", streaming=True)
@@ -192,7 +194,7 @@ def save(result, args, argv, folder, test_data):
         "command": model_card.reproduce_command("tutorials/char_lm_transformer_xl.py", argv,
                                                 "savedmodels/char_lm_transformer_xl"),
     }
-    (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    model_card.write_card(folder / "card.json", card)
 
 
 def snippet_bits(model, tokens):
@@ -243,13 +245,13 @@ def main(argv=None):
     print(f"corpus: {len(data[0]):,} training, {len(data[1]):,} validation, {len(data[2]):,} test characters")
     results = [train(kind, data, args) for kind in args.models]
     text = table(results)
-    (out / "char_lm_results.md").write_text(text)
+    atomic_files.write_text(out / "char_lm_results.md", text)
     plot(results, out)
     print(text)
     if results[0]["model"] != MODELS[0]:
         return results
     generated = sample(results[0], args)
-    (out / "char_lm_sample.txt").write_text(generated)
+    atomic_files.write_text(out / "char_lm_sample.txt", generated)
     print(generated)
     if args.save_dir:
         save(results[0], args, raw or [], pathlib.Path(args.save_dir), data[2])

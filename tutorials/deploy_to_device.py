@@ -41,6 +41,7 @@ from keras_relrec.datasets import load_japanese_vowels  # noqa: E402
 from keras_relrec.datasets.japanese_vowels import NUM_CLASSES  # noqa: E402
 from keras_relrec.layers import CoupledLSTMCell  # noqa: E402
 from keras_relrec.layers import PeepholeLSTMCell  # noqa: E402
+from keras_relrec.utils import atomic_files  # noqa: E402
 
 
 def build_model(x_train, lengths, units):
@@ -109,7 +110,8 @@ def main(argv=None):
     out = pathlib.Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     keras_path = out / "speaker.keras"
-    model.save(keras_path)
+    with atomic_files.replacing(keras_path) as temp:
+        model.save(temp)
     # Calibrated on the training utterances, streamed as on the device.
     int8 = {"quantize": "int8", "representative_data": x_train[:40] if args.tiny else x_train}
     exports = {
@@ -213,7 +215,7 @@ def main(argv=None):
         f"on {drift['agree']:.1%} of frames.",
     ]
     table = "\n".join(lines) + "\n"
-    (out / "deploy_results.md").write_text(table)
+    atomic_files.write_text(out / "deploy_results.md", table)
     # The card a device build reads: each file's size, arena, the oldest
     # runtime it needs, and the scale and zero point of every integer input,
     # output and state (real = scale × (integer − zero point)).
@@ -226,7 +228,7 @@ def main(argv=None):
         }
         for name, path in files.items()
     }
-    (out / "deploy_card.json").write_text(json.dumps(card, indent=1) + "\n")
+    atomic_files.write_text(out / "deploy_card.json", json.dumps(card, indent=1) + "\n")
     print(table)
     for r in rows:
         r.setdefault("arena", None)
@@ -245,7 +247,8 @@ def main(argv=None):
     axes[1].legend(fontsize=7, loc="center right")
     fig.suptitle(f"Test utterance {k}: speaker {y_test[k] + 1} (thick line)")
     fig.tight_layout()
-    fig.savefig(out / "deploy_streaming.png", dpi=120)
+    with atomic_files.replacing(out / "deploy_streaming.png") as temp:
+        fig.savefig(temp, dpi=120)
     plt.close(fig)
     return rows
 

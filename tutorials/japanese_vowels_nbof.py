@@ -38,7 +38,6 @@ first seed, as `.keras`, SavedModel and TFLite with a card.
 """
 
 import argparse
-import json
 import os
 import pathlib
 import sys
@@ -58,6 +57,7 @@ from keras_relrec.datasets import load_japanese_vowels  # noqa: E402
 from keras_relrec.datasets.japanese_vowels import NUM_CLASSES  # noqa: E402
 from keras_relrec.models import nbof_classifier  # noqa: E402
 from keras_relrec.models import recurrent_nbof_classifier  # noqa: E402
+from keras_relrec.utils import atomic_files  # noqa: E402
 from keras_relrec.utils import model_card  # noqa: E402
 
 # The longest utterance of the set: the temporal attention needs a fixed length.
@@ -114,7 +114,8 @@ def plot_histograms(model, x, y, out):
            title=f"{model.name}: mean codeword histogram per speaker (test)")
     fig.colorbar(image)
     fig.tight_layout()
-    fig.savefig(out / "nbof_histograms.png", dpi=120)
+    with atomic_files.replacing(out / "nbof_histograms.png") as temp:
+        fig.savefig(temp, dpi=120)
     plt.close(fig)
 
 
@@ -132,7 +133,8 @@ def plot_temporal_attention(model, x, length, out):
            title=f"Temporal attention over one test utterance (τ = {float(layer.tau.numpy()):.2f})")
     fig.colorbar(image)
     fig.tight_layout()
-    fig.savefig(out / "nbof_temporal_attention.png", dpi=120)
+    with atomic_files.replacing(out / "nbof_temporal_attention.png") as temp:
+        fig.savefig(temp, dpi=120)
     plt.close(fig)
 
 
@@ -140,7 +142,8 @@ def save(model, kind, accuracy, args, argv, folder):
     from keras_relrec import export
 
     folder.mkdir(parents=True, exist_ok=True)
-    model.save(folder / "japanese_vowels_nbof.keras")
+    with atomic_files.replacing(folder / "japanese_vowels_nbof.keras") as temp:
+        model.save(temp)
     # Temporal attention is over the 29 frames: fixed-length exports.
     export.export_saved_model(model, folder / "japanese_vowels_nbof_savedmodel",
                               dynamic_length=False)
@@ -154,7 +157,7 @@ def save(model, kind, accuracy, args, argv, folder):
         "command": model_card.reproduce_command("tutorials/japanese_vowels_nbof.py", argv,
                                                 "savedmodels/japanese_vowels_nbof"),
     }
-    (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    model_card.write_card(folder / "card.json", card)
 
 
 def main(argv=None):
@@ -221,7 +224,7 @@ def main(argv=None):
     for method, accuracy, source in PUBLISHED:
         lines.append(f"| {method} (published) | | {accuracy} | {source} | |")
     table = "\n".join(lines) + "\n"
-    (out / "nbof_results.md").write_text(table)
+    atomic_files.write_text(out / "nbof_results.md", table)
     print(table)
 
     if args.save_dir:

@@ -29,7 +29,6 @@ With FI-2010 on disk (it cannot be downloaded here), the paper's Setup 2
 """
 
 import argparse
-import json
 import os
 import pathlib
 import sys
@@ -50,6 +49,7 @@ from keras_relrec.datasets import synthetic_lob  # noqa: E402
 from keras_relrec.models import class_weights  # noqa: E402
 from keras_relrec.models import compile_as_in_paper  # noqa: E402
 from keras_relrec.models import tabl_network  # noqa: E402
+from keras_relrec.utils import atomic_files  # noqa: E402
 from keras_relrec.utils import model_card  # noqa: E402
 
 KINDS = ("TABL", "BL")
@@ -117,7 +117,8 @@ def plot_lambda(curves, out):
            title="TABL's λ during training (seed 0)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "tabl_lambda.png", dpi=120)
+    with atomic_files.replacing(out / "tabl_lambda.png") as temp:
+        fig.savefig(temp, dpi=120)
     plt.close(fig)
 
 
@@ -132,7 +133,8 @@ def plot_attention(model, x, out):
            title="TABL attention, one window")
     fig.colorbar(image)
     fig.tight_layout()
-    fig.savefig(out / "tabl_attention.png", dpi=120)
+    with atomic_files.replacing(out / "tabl_attention.png") as temp:
+        fig.savefig(temp, dpi=120)
     plt.close(fig)
 
 
@@ -222,7 +224,7 @@ def main(argv=None):
             f"{r['seconds_per_run']:.0f} |")
     lines += ["", "Paper, FI-2010 Setup 2, horizon 10: C(TABL) 78.01% accuracy, 72.84% F1."]
     table = "\n".join(lines) + "\n"
-    (out / "tabl_results.md").write_text(table)
+    atomic_files.write_text(out / "tabl_results.md", table)
     print(table)
 
     if args.save_dir:
@@ -231,7 +233,8 @@ def main(argv=None):
         model, result = kept[(lob_name, "TABL")]
         folder = pathlib.Path(args.save_dir)
         folder.mkdir(parents=True, exist_ok=True)
-        model.save(folder / "lob_tabl.keras")
+        with atomic_files.replacing(folder / "lob_tabl.keras") as temp:
+            model.save(temp)
         export.export_saved_model(model, folder / "lob_tabl_savedmodel", dynamic_length=False)
         export.export_tflite(model, folder / "lob_tabl.tflite", dynamic_length=False)
         card = {
@@ -243,7 +246,7 @@ def main(argv=None):
             "test_accuracy": result["accuracy"],
             "command": model_card.reproduce_command("tutorials/lob_tabl.py", argv, "savedmodels/lob_tabl"),
         }
-        (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+        model_card.write_card(folder / "card.json", card)
     return rows
 
 

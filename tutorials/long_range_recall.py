@@ -48,6 +48,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from keras_relrec.layers import SegmentCacheTransformer  # noqa: E402
 from keras_relrec.layers import TransformerXL  # noqa: E402
+from keras_relrec.utils import atomic_files  # noqa: E402
 from keras_relrec.utils import model_card  # noqa: E402
 
 SEGMENT = 8
@@ -211,7 +212,8 @@ def plot(results, args, out):
            title=f"Long-range recall, attention budget 2 segments, cache of {args.slots}")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "long_range_recall.png", dpi=120)
+    with atomic_files.replacing(out / "long_range_recall.png") as temp:
+        fig.savefig(temp, dpi=120)
     plt.close(fig)
 
 
@@ -279,8 +281,8 @@ def main(argv=None):
         results.append(result)
         print(json.dumps({k: v for k, v in result.items() if k != "curve"}))
     text = table(results, args)
-    (out / "long_range_recall.md").write_text(text)
-    (out / "long_range_recall.json").write_text(json.dumps(results, indent=1) + "\n")
+    atomic_files.write_text(out / "long_range_recall.md", text)
+    atomic_files.write_text(out / "long_range_recall.json", json.dumps(results, indent=1) + "\n")
     plot(results, args, out)
     print(text)
     return results
@@ -290,11 +292,13 @@ def save(model, result, args, argv, folder):
     from keras_relrec import export
 
     folder.mkdir(parents=True, exist_ok=True)
-    model.save(folder / "long_range_recall_cache.keras")
+    with atomic_files.replacing(folder / "long_range_recall_cache.keras") as temp:
+        model.save(temp)
     rng = np.random.default_rng(args.seed + 3)
     x, y, distance = streams(64, args.segments, list(range(args.segments - 1)), rng)
     # Multi-hot, so bytes hold them exactly.
-    np.savez_compressed(folder / "test_streams.npz", features=x.astype("uint8"), answers=y, distances=distance)
+    with atomic_files.replacing(folder / "test_streams.npz") as temp:
+        np.savez_compressed(temp, features=x.astype("uint8"), answers=y, distances=distance)
     export.export_saved_model(model, folder / "long_range_recall_cache_savedmodel", streaming=True)
     export.export_tflite(model, folder / "long_range_recall_cache_step.tflite", streaming=True)
     card = {
@@ -308,7 +312,7 @@ def save(model, result, args, argv, folder):
         "command": model_card.reproduce_command("tutorials/long_range_recall.py", argv,
                                                 "savedmodels/long_range_recall"),
     }
-    (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    model_card.write_card(folder / "card.json", card)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ LSTM stays on it. `--task reduced` (Sonnet's 4 x 4) and `--task paper`
 """
 
 import argparse
-import json
 import os
 import pathlib
 import sys
@@ -42,6 +41,7 @@ from keras_relrec.datasets import nth_farthest  # noqa: E402
 from keras_relrec.datasets.nth_farthest import PAPER  # noqa: E402
 from keras_relrec.datasets.nth_farthest import REDUCED  # noqa: E402
 from keras_relrec.layers import RelationalMemoryCell  # noqa: E402
+from keras_relrec.utils import atomic_files  # noqa: E402
 from keras_relrec.utils import model_card  # noqa: E402
 
 PAPER_RESULTS = "RMC about 91%, LSTM and DNC about 30% (8 vectors of 16 dimensions)"
@@ -123,7 +123,8 @@ def plot_attention(weights, mem_slots, out):
            ylabel="memory row", title="RMC attention, last step")
     fig.colorbar(image)
     fig.tight_layout()
-    fig.savefig(out / "nth_farthest_attention.png", dpi=120)
+    with atomic_files.replacing(out / "nth_farthest_attention.png") as temp:
+        fig.savefig(temp, dpi=120)
     plt.close(fig)
 
 
@@ -205,7 +206,8 @@ def main(argv=None):
                  f"n from the {task['count_from']})")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "nth_farthest_curves.png", dpi=120)
+    with atomic_files.replacing(out / "nth_farthest_curves.png") as temp:
+        fig.savefig(temp, dpi=120)
     plt.close(fig)
 
     if "RMC" in models:
@@ -228,7 +230,7 @@ def main(argv=None):
                      f"{r['minutes']:.1f} | {r['accuracy']:.1%} | {by_n} |")
     lines += ["", f"Paper (Santoro et al. 2018, full task, GPU-scale training): {PAPER_RESULTS}."]
     table = "\n".join(lines) + "\n"
-    (out / "nth_farthest_results.md").write_text(table)
+    atomic_files.write_text(out / "nth_farthest_results.md", table)
     print(table)
 
     if args.save_dir and "RMC" in models:
@@ -236,7 +238,8 @@ def main(argv=None):
 
         save = pathlib.Path(args.save_dir)
         save.mkdir(parents=True, exist_ok=True)
-        rmc.save(save / "nth_farthest_rmc.keras")
+        with atomic_files.replacing(save / "nth_farthest_rmc.keras") as temp:
+            rmc.save(temp)
         export.export_saved_model(rmc, save / "nth_farthest_rmc_savedmodel")
         export.export_tflite(rmc, save / "nth_farthest_rmc.tflite")
         # What the savedmodels test checks the files against.
@@ -248,7 +251,7 @@ def main(argv=None):
             "command": model_card.reproduce_command("tutorials/nth_farthest_rmc.py", argv or [],
                                                     "savedmodels/nth_farthest_rmc"),
         }
-        (save / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+        model_card.write_card(save / "card.json", card)
     return results
 
 

@@ -51,6 +51,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from keras_relrec.layers import RTransformerBlock  # noqa: E402
+from keras_relrec.utils import atomic_files  # noqa: E402
 from keras_relrec.utils import model_card  # noqa: E402
 
 STEPS, CLASSES = 64, 10
@@ -179,7 +180,8 @@ def plot(runs, args, out):
     ax.set_ylim(0, 1)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / f"{stem(args)}.png", dpi=100)
+    with atomic_files.replacing(out / f"{stem(args)}.png") as temp:
+        fig.savefig(temp, dpi=100)
     plt.close(fig)
 
 
@@ -224,8 +226,8 @@ def main(argv=None):
             runs.append(run)
     rows = summary(runs)
     text = table(rows, args)
-    (out / f"{stem(args)}.md").write_text(text)
-    (out / f"{stem(args)}.json").write_text(json.dumps({"summary": rows, "runs": runs}, indent=1) + "\n")
+    atomic_files.write_text(out / f"{stem(args)}.md", text)
+    atomic_files.write_text(out / f"{stem(args)}.json", json.dumps({"summary": rows, "runs": runs}, indent=1) + "\n")
     plot(runs, args, out)
     print(text)
     return rows, runs
@@ -236,9 +238,11 @@ def save(model, run, test, args, argv, folder):
 
     folder.mkdir(parents=True, exist_ok=True)
     name = stem(args)
-    model.save(folder / f"{name}.keras")
+    with atomic_files.replacing(folder / f"{name}.keras") as temp:
+        model.save(temp)
     x, y = test
-    np.savez_compressed(folder / "test_digits.npz", pixels=x, labels=y)
+    with atomic_files.replacing(folder / "test_digits.npz") as temp:
+        np.savez_compressed(temp, pixels=x, labels=y)
     export.export_saved_model(model, folder / f"{name}_savedmodel")
     export.export_tflite(model, folder / f"{name}.tflite")
     card = {
@@ -249,7 +253,7 @@ def save(model, run, test, args, argv, folder):
         "command": model_card.reproduce_command("tutorials/sequential_digits_rtransformer.py", argv,
                                                 "savedmodels/sequential_digits"),
     }
-    (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    model_card.write_card(folder / "card.json", card)
 
 
 if __name__ == "__main__":

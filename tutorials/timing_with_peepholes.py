@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 
 from keras_relrec.layers import CoupledLSTMCell  # noqa: E402
 from keras_relrec.layers import PeepholeLSTMCell  # noqa: E402
+from keras_relrec.utils import atomic_files  # noqa: E402
 
 
 def spike_distance_data(n, length, min_gap, max_gap, seed):
@@ -113,7 +114,8 @@ def main(argv=None):
            title=f"Spike distance, length {length}, gaps {gaps[0]}–{gaps[1]}")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "timing_learning_curves.png", dpi=120)
+    with atomic_files.replacing(out / "timing_learning_curves.png") as temp:
+        fig.savefig(temp, dpi=120)
     plt.close(fig)
 
     lines = [
@@ -129,7 +131,7 @@ def main(argv=None):
             f"{r['exact']:.1%} | {r['seconds']:.1f} |"
         )
     table = "\n".join(lines) + "\n"
-    (out / "timing_results.md").write_text(table)
+    atomic_files.write_text(out / "timing_results.md", table)
     print(table)
     return results
 

@@ -38,6 +38,7 @@ from keras_relrec.datasets.japanese_vowels import NUM_CLASSES  # noqa: E402
 from keras_relrec.export import export_tflite  # noqa: E402
 from keras_relrec.export import run_sequence  # noqa: E402
 from keras_relrec.tuning import HyperNBoF  # noqa: E402
+from keras_relrec.utils import atomic_files  # noqa: E402
 
 MAX_LENGTH = 29
 SHOWN = ("num_codewords", "attention", "scale", "hidden_units", "dropout", "learning_rate")
@@ -98,7 +99,8 @@ def plot(rows, out):
     right.set(xscale="log", yscale="log", xlabel="codewords K", ylabel="validation loss", title="by attention set")
     right.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "tuning_trials.png", dpi=120)
+    with atomic_files.replacing(out / "tuning_trials.png") as temp:
+        fig.savefig(temp, dpi=120)
     plt.close(fig)
 
 
@@ -162,7 +164,7 @@ def main(argv=None):
         f"{lite_accuracy:.1%} in LiteRT (`best_nbof.tflite`, max |diff| of the logits {agreement:.1e}).",
     ]
     table = "\n".join(lines) + "\n"
-    (out / "tuning_results.md").write_text(table)
+    atomic_files.write_text(out / "tuning_results.md", table)
     print(table)
     return {"rows": tuner.rows, "test_accuracy": test_accuracy, "lite_accuracy": lite_accuracy,
             "agreement": agreement, "search_minutes": search_minutes}

@@ -2,8 +2,8 @@
 the arguments): export a `.keras` model, describe a `.tflite` file. Any
 failure is one line on stderr and exit status 1."""
 
-import pathlib
 import sys
+import zipfile
 
 import keras
 import numpy as np
@@ -25,6 +25,12 @@ def _load(path, unsafe=False):
     if unsafe:
         print(f"keras-relrec: warning: --unsafe loads {path} with safe_mode=False, which runs any Python code the "
               "file holds; give it only files you trust", file=sys.stderr)
+    # Keras says "File not found" for a .keras file that is not a whole zip.
+    if str(path).endswith(".keras") and not zipfile.is_zipfile(path):
+        raise ExportError(
+            f"cannot load {path}: it is not a complete .keras archive (a zip file; it may be truncated or of "
+            "another format); save the model again with model.save(...)"
+        )
     try:
         return keras.saving.load_model(path, safe_mode=not unsafe)
     except Exception as error:  # a corrupt or foreign file
@@ -56,7 +62,7 @@ def _export(args):
             streaming=args.streaming,
             quantize=args.quantize,
             representative_data=_calibration(args.calibration) if args.calibration else None,
-            dynamic_length=not args.fixed_length and args.length is None,
+            dynamic_length=False if args.fixed_length else None,
             target=args.target,
             batch_size=args.batch_size,
             length=args.length,
@@ -75,11 +81,11 @@ def _export(args):
 
 
 def _inspect(args):
+    content = tflite_inspect.read_flatbuffer(args.tflite)  # a ValueError naming the file and what is wrong
     try:
-        summary = tflite_inspect.summarize(args.tflite)
+        summary = tflite_inspect.summarize(content)
     except Exception as error:
         raise ExportError(f"{args.tflite} is not a readable .tflite file: {error}") from None
-    content = pathlib.Path(args.tflite).read_bytes()
     summary["positions"] = {key: micro_interpreter.io_order(content, key) for key in summary["signatures"]}
     summary["runtimes"] = tflite_inspect.runtime_verdicts(
         content,

@@ -98,9 +98,10 @@ def load_hf_transfo_xl(model, state_dict):
         The names that were not loaded (`crit.*`, `pos_emb.inv_freq`).
 
     Raises:
-        ValueError: a weight is missing or has another shape, the state dict
-            uses adaptive input embeddings, or it holds weights this model
-            has no place for.
+        ValueError: a weight is missing, has another shape, is not numbers
+            or holds a NaN or inf, the state dict uses adaptive input
+            embeddings, or it holds weights this model has no place for; the
+            model's weights are then left as they were.
     """
     if not model.built:
         raise ValueError("load_hf_transfo_xl needs a built TransformerXL: call it on an input first.")

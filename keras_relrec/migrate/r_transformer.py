@@ -54,8 +54,10 @@ def load_r_transformer_block(block, state_dict, prefix=""):
         `layers.n.local_rnn.output.*`).
 
     Raises:
-        ValueError: the block is not built, a weight is missing or has
-            another shape, or the state dict has more local layers.
+        ValueError: the block is not built, a weight is missing, has
+            another shape, is not numbers or holds a NaN or inf, or the state
+            dict has more local layers; the block's weights are then left as
+            they were.
     """
     if not block.built:
         raise ValueError("load_r_transformer_block needs a built RTransformerBlock: call it on an input first.")

@@ -28,6 +28,11 @@ the number of blocks. Linear layers hold `w` (in, out) and `b`, layer norms
 
 import numpy as np
 
+from keras_relrec.migrate.state_dict import assign
+from keras_relrec.migrate.state_dict import take
+
+SOURCE = "Sonnet"
+
 
 def _suffixed(name, index):
     return name if index == 0 else f"{name}_{index}"
@@ -74,14 +79,20 @@ def load_sonnet_relational_memory(cell, variables, scope="relational_memory"):
         scope: The module's name in the checkpoint.
 
     Raises:
-        ValueError: a variable is missing, unexpected or of the wrong shape.
+        ValueError: a variable is missing or unexpected, or one has the
+            wrong shape, is not numbers or holds a NaN or inf; the cell's
+            weights are then left as they were.
     """
     arrays = {name.removesuffix(":0"): np.asarray(v) for name, v in variables.items()}
     arrays = {name: v for name, v in arrays.items() if name.startswith(scope + "/")}
     if not cell.built:
         kernel = arrays.get(f"{scope}/linear/w")
-        if kernel is None:
-            raise ValueError(f"`variables` has no {scope}/linear/w to build the cell from.")
+        if kernel is None or kernel.ndim != 2:
+            raise ValueError(
+                f"Argument `variables` key '{scope}/linear/w' holds "
+                f"{'nothing' if kernel is None else f'shape {kernel.shape}'}; "
+                "expected the (input width, units) kernel to build the cell from."
+            )
         rows = () if cell.input_rows is None else (cell.input_rows,)
         cell.build((None,) + rows + (kernel.shape[0],))
     targets = sonnet_variable_names(cell, scope)
@@ -89,17 +100,12 @@ def load_sonnet_relational_memory(cell, variables, scope="relational_memory"):
     unexpected = sorted(set(arrays) - set(targets))
     if missing or unexpected:
         raise ValueError(
-            "The checkpoint does not match the cell's configuration: "
-            f"missing {missing}, unexpected {unexpected}."
+            "Argument `variables` does not match the cell's configuration: "
+            f"missing keys {missing}, unexpected keys {unexpected}."
         )
-    for name, variable in targets.items():
-        if tuple(arrays[name].shape) != tuple(variable.shape):
-            raise ValueError(
-                f"Variable {name} has shape {tuple(arrays[name].shape)}; the cell "
-                f"expects {tuple(variable.shape)}."
-            )
-    for name, variable in targets.items():
-        variable.assign(arrays[name].astype(variable.dtype))
+    # The names were matched above; `take` checks each array's shape, dtype and values.
+    assign([(variable, take(arrays, name, variable.shape, set(), SOURCE, argument="variables"))
+            for name, variable in targets.items()])
     return cell
 
 

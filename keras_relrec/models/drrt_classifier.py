@@ -5,6 +5,8 @@ import numpy as np
 
 from keras_relrec.layers import InteractionTransformer
 from keras_relrec.layers import LocalRecurrence
+from keras_relrec.layers import SegmentMean
+from keras_relrec.layers.relation_transformer import region_map
 from keras_relrec.models.front_end import resolve_scaling
 from keras_relrec.models.front_end import scaled_inputs
 from keras_relrec.utils import validation
@@ -42,7 +44,7 @@ def drrt_classifier(
     x_1 (n, d_1) → [Masking] → [scaling] → LR(SimpleRNNCell) → Dense(σ)  = A'   eqs. (1)–(2)
     x_2 (m, d_2) → [Masking] → [scaling] → LR(SimpleRNNCell) → Dense(σ)  = B'
     [A', B'] → InteractionTransformer × num_blocks → [Z_ab, Z_ba]   eqs. (3)–(15)
-    average fusion: (mean_i Z_ab,i + mean_j Z_ba,j) / 2           over the valid positions
+    average fusion: (mean_i Z_ab,i + mean_j Z_ba,j) / 2           over the valid positions (0 for none)
     [, SeriesStatistics of x_1 and of x_2]
     → Dense(ReLU) → [Dropout] → Dense(ReLU) → [Dropout] → Dense(num_classes)
     ```
@@ -108,6 +110,8 @@ def drrt_classifier(
     for units in hidden_units:
         validation.check_positive_int("hidden_units", units)
     validation.check_rate("dropout", dropout)
+    # An equal split into more regions than positions leaves regions empty.
+    region_map.check_fits(region_map.check_regions(regions), input_shapes[0][0], input_shapes[1][0])
     if not (isinstance(input_names, (list, tuple)) and len(input_names) == 2
             and all(isinstance(n, str) and n for n in input_names) and input_names[0] != input_names[1]):
         raise ValueError(
@@ -140,7 +144,10 @@ def drrt_classifier(
                                           map_window_size=map_window, map_units=map_units,
                                           confine_regional_maps=confine_regional_maps,
                                           name=f"interaction_{k}")(features)
-    pooled = [keras.layers.GlobalAveragePooling1D(name=f"mean_{side}")(z) for z, side in zip(features, "ab")]
+    # Zeros for an input without a valid position (GlobalAveragePooling1D's
+    # 0/0 would make the logits NaN), so that the other input still decides.
+    pooled = [keras.layers.Flatten(name=f"mean_{side}")(SegmentMean(1, name=f"masked_mean_{side}")(z))
+              for z, side in zip(features, "ab")]
     h = keras.layers.Average(name="average_fusion")(pooled)
     if statistics:
         h = keras.layers.Concatenate(name="fusion_and_statistics")([h] + statistics)

@@ -130,10 +130,25 @@ def resolve_front_end(front_end, features):
     return FrontEnd(front_end, "kernels" if features == 1 else None, features)
 
 
+def check_mask_value(mask_value):
+    """A builder's `mask_value`: None, or the number that fills a padded
+    step's features (NaN would match no step)."""
+    if mask_value is not None:
+        try:
+            validation.check_float("mask_value", mask_value)
+        except ValueError:
+            raise ValueError(
+                "Argument `mask_value` must be None or a number, the value that fills every feature of a padded "
+                f"step; received mask_value={mask_value!r}."
+            ) from None
+    return mask_value
+
+
 def valid_steps(x, mask_value=None):
     """Boolean (..., steps): the steps of `x` (..., steps, features) that are
     not padding, i.e. not all `mask_value`, as `Masking(mask_value)` sees
     them; every step when `mask_value` is None."""
+    check_mask_value(mask_value)
     x = np.asarray(x)
     if mask_value is None:
         return np.ones(x.shape[:-1], bool)
@@ -201,6 +216,7 @@ def scaled_inputs(input_shape, mask_value=None, normalization=None, scaling="glo
     (a model of several inputs names each input's apart).
     """
     validation.check_choice("scaling", scaling, SCALINGS)
+    check_mask_value(mask_value)
     inputs = keras.Input(input_shape, name=name)
     h = inputs
     if mask_value is not None:

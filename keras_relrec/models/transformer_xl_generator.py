@@ -152,6 +152,11 @@ class TransformerXLGenerator:
             )
         if not backbone.built:
             raise ValueError("TransformerXLGenerator needs a built backbone: call it on tokens first.")
+        if not isinstance(head, keras.layers.Layer):
+            raise ValueError(
+                "TransformerXLGenerator needs `head`, a Keras layer from the backbone's outputs to logits, "
+                f"e.g. keras.layers.Dense(vocabulary_size); received head={head!r}."
+            )
         self.backbone, self.head = backbone, head
         self.jit_compile = validation.check_choice("jit_compile", jit_compile, JIT_COMPILE)
         self._models = {}

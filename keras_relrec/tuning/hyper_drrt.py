@@ -4,6 +4,7 @@ from keras_tuner.engine import hyperparameters as hp_types
 
 from keras_relrec.layers.relation_transformer import interaction_transformer
 from keras_relrec.layers.relation_transformer import pairwise_relation
+from keras_relrec.layers.relation_transformer import region_map
 from keras_relrec.models import drrt_classifier
 from keras_relrec.tuning import hyper_model
 
@@ -65,6 +66,10 @@ class HyperDRRT(hyper_model.SequenceHyperModel):
         self.input_shapes = tuple(hyper_model.check_structure(s, num_classes) for s in input_shapes)
         self.num_classes = num_classes
         self.mask_value, self.input_names, self.seed = mask_value, input_names, seed
+        if not isinstance(regions, (hp_types.HyperParameter, type(None))):
+            # A fixed K, refused now rather than in every trial.
+            region_map.check_fits(region_map.check_regions(regions), self.input_shapes[0][0],
+                                  self.input_shapes[1][0])
         super().__init__(
             dict(feature_units=feature_units, window_size=window_size, relation_units=relation_units,
                  regions=regions, fusion=fusion, pairwise=pairwise, local_recurrence=local_recurrence,

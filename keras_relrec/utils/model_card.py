@@ -1,5 +1,9 @@
 """What the cards of trained models (savedmodels/) share."""
 
+import json
+
+from keras_relrec.utils import atomic_files
+
 
 def reproduce_command(script, argv, save_dir, folder_options=("--output-dir", "--save-dir")):
     """The command that made a model: `python <script> <argv>` with the
@@ -13,3 +17,9 @@ def reproduce_command(script, argv, save_dir, folder_options=("--output-dir", "-
         elif word.split("=")[0] not in folder_options:
             kept.append(word)
     return " ".join(["python", script, *kept, "--save-dir", save_dir])
+
+
+def write_card(path, card):
+    """Writes the card (a dict) as indented JSON to `path`, atomically: a
+    card never describes half a run."""
+    atomic_files.write_text(path, json.dumps(card, indent=2) + "\n")

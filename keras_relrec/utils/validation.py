@@ -40,11 +40,11 @@ def check_rate(name, value):
 
 
 def check_bool(name, value):
-    if not isinstance(value, bool):
+    if not isinstance(value, (bool, np.bool_)):
         raise ValueError(
             f"Argument `{name}` must be a bool; received {name}={value!r}."
         )
-    return value
+    return bool(value)
 
 
 def check_seed(value):
@@ -186,3 +186,41 @@ def pair_input_specs(layer, input_shape, fixed_lengths=False):
             f"the lengths); received inputs of shapes {[tuple(s) for s in shapes]}."
         )
     return [keras.layers.InputSpec(ndim=3, axes={1: s[1], -1: s[-1]}) for s in shapes]
+
+
+def check_same_batch(layer, inputs, names=("A", "B")):
+    """Raises `ValueError` when the inputs' batch sizes differ (where known):
+    a batch of 1 would otherwise be broadcast silently over the other's."""
+    batches = [x.shape[0] for x in inputs]
+    if None not in batches and len(set(batches)) > 1:
+        received = ", ".join(f"{name} of batch size {batch}" for name, batch in zip(names, batches))
+        raise ValueError(
+            f"{type(layer).__name__} received {received}; every input must have the same batch size (pass "
+            "the same examples to each)."
+        )
+
+
+def check_mask(layer, mask, inputs, name="mask"):
+    """Raises `ValueError` unless `mask` (None passes) is (batch, steps) for
+    `inputs` (batch, steps, …), where the sizes are known: a mask of
+    another rank, length or batch would be broadcast or fail in the
+    backend."""
+    if mask is None:
+        return
+    shape, expected = tuple(mask.shape), tuple(inputs.shape[:2])
+    if len(shape) != 2 or any(m is not None and e is not None and m != e for m, e in zip(shape, expected)):
+        raise ValueError(
+            f"{type(layer).__name__} expects `{name}` of shape (batch, steps) = {expected} for inputs of shape "
+            f"{tuple(inputs.shape)}; received {name} of shape {shape}. Give one boolean per step of each "
+            "sequence, true where the step is valid."
+        )
+
+
+def concrete_values(x):
+    """`x` as a NumPy array where its values are known (an eager call); None
+    under a trace (tf.function, jit, export, `fit`/`predict`), where they
+    are not: checks of values run in eager calls only."""
+    try:
+        return keras.ops.convert_to_numpy(x)
+    except (NotImplementedError, TypeError):  # a symbolic tensor, or a JAX tracer
+        return None

@@ -54,6 +54,9 @@ class Entry:
         of its input (a (batch, steps', features') output) ends the mask
         there, as a map over time does, instead of passing it on.
     variant: names a second entry of the same class.
+    vocabulary_size: for a layer that also embeds token ids, a vocabulary
+        size with which `kwargs` make it take (batch, steps) ids
+        (`test_token_ids.py`); 0 for the others.
     """
 
     cls: type
@@ -70,6 +73,7 @@ class Entry:
     takes_mask: bool = False
     consumes_mask: bool = False
     variant: str = ""
+    vocabulary_size: int = 0
 
     @property
     def id(self):
@@ -490,6 +494,7 @@ ENTRIES = [
         ],
         bad_rank_match=r"TransformerXL expects inputs \(batch, steps, 4\)",
         takes_mask=True,
+        vocabulary_size=5,
     ),
     Entry(
         layers.SegmentCacheTransformer,
@@ -513,6 +518,7 @@ ENTRIES = [
         ],
         bad_rank_match=r"SegmentCacheTransformer expects inputs \(batch, steps, 4\)",
         takes_mask=True,
+        vocabulary_size=5,
     ),
     Entry(
         layers.SegmentCacheTransformer,
@@ -526,6 +532,7 @@ ENTRIES = [
         variant="standard-bilstm",
         bad_rank_match=r"SegmentCacheTransformer expects inputs \(batch, steps, 4\)",
         takes_mask=True,
+        vocabulary_size=5,
     ),
     Entry(
         layers.SegmentRecurrence,
@@ -545,6 +552,7 @@ ENTRIES = [
         ],
         bad_rank_match=r"SegmentRecurrence expects inputs \(batch, steps, 4\)",
         takes_mask=True,
+        vocabulary_size=5,
     ),
     Entry(
         layers.SegmentSummary,

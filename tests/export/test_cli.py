@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import keras_relrec_cli as cli
+from keras_relrec.export.runtime import tflite_inspect
 from keras_relrec.layers import CoupledLSTMCell
 from tests.export.test_tflite_export import Erfinv
 
@@ -136,3 +137,28 @@ def test_help_and_argument_errors_do_not_import_keras():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_cut_or_empty_file_and_a_length_without_serve_are_one_line_saying_so(saved, capsys, tmp_path):
+    data = (saved / "ok.keras").read_bytes()
+    (tmp_path / "cut.keras").write_bytes(data[: len(data) // 2])
+    (tmp_path / "empty.tflite").write_bytes(b"")
+    for argv, reason in [
+        (["export", f"{tmp_path}/cut.keras", "--tflite", f"{tmp_path}/x.tflite"],
+         f"cannot load {tmp_path}/cut.keras: it is not a complete .keras archive"),
+        (["inspect", f"{tmp_path}/empty.tflite"],
+         f"{tmp_path}/empty.tflite is not a readable .tflite file: it is empty, not a TFLite flatbuffer"),
+        (["export", f"{saved}/ok.keras", "--tflite", f"{tmp_path}/x.tflite", "--streaming", "--length", "5"],
+         "streaming=True does not export"),
+    ]:
+        code, out, err = run(argv, capsys)
+        assert code == 1
+        assert err.count("\n") == 1 and reason in err, err
+
+
+def test_length_fixes_the_serve_length(saved, capsys, tmp_path):
+    code, out, err = run(["export", str(saved / "ok.keras"), "--tflite", str(tmp_path / "five.tflite"),
+                          "--length", "5"], capsys)
+    assert code == 0, err
+    summary = tflite_inspect.summarize(tmp_path / "five.tflite")
+    assert summary["signatures"]["serve"]["inputs"]["sequence"][0] == (-1, 5, 3)

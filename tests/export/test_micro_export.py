@@ -56,7 +56,7 @@ def test_the_step_runs_in_tflite_micro_as_in_keras(name, tmp_path):
     shapes = [shape for side in summary["signatures"]["step"].values() for shape, _ in side.values()]
     assert all(shape[0] == 1 for shape in shapes), shapes
     assert "REDUCE_ANY" not in summary["ops"]  # the Masking layer's mask, as a max
-    states = dict(np.load(micro.initial_state_path(path)))
+    states, _ = micro.read_initial_state(path)
     inputs = micro.io_order(path.read_bytes())["inputs"]
     assert set(states) == set(inputs) - {"sequence"} and all(not v.any() for v in states.values())
     assert summary["micro"]["arena_bytes"] > 0
@@ -165,3 +165,41 @@ def test_the_command_line_exports_for_micro_and_inspect_reports_it(tmp_path):
     assert f"'step' inputs by position: {', '.join(inputs)}" in lines, done.stdout
     for verdict in ("LiteRT / TF Lite: runs from 2.", "tflite-runtime 2.14: runs", "GPU / NPU delegate: ready"):
         assert any(line.startswith(verdict) for line in lines), done.stdout
+
+
+@pytest.fixture(scope="module")
+def small_file(tmp_path_factory):
+    """The bytes of a small valid .tflite file."""
+    path = tmp_path_factory.mktemp("small") / "dense.tflite"
+    export_tflite(keras.Sequential([keras.Input((4, 3)), keras.layers.Dense(2)]), path)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "cut, reason",
+    [
+        (lambda c: b"", "it is empty, not a TFLite flatbuffer"),
+        (lambda c: c[:6], "truncated: 6 bytes"),
+        (lambda c: np.random.default_rng(3).bytes(2048), "not a TFLite flatbuffer: no file identifier b'TFL3'"),
+        (lambda c: c[: len(c) // 2], "truncated or corrupt"),
+        (lambda c: c[:-1], "truncated or corrupt"),
+    ],
+)
+@pytest.mark.parametrize("as_path", [False, True])
+def test_a_file_that_is_not_a_whole_flatbuffer_is_refused_by_name(small_file, tmp_path, cut, reason, as_path):
+    content = cut(small_file)
+    given = tmp_path / "bad.tflite" if as_path else content
+    if as_path:
+        given.write_bytes(content)
+    what = str(given) if as_path else "Argument `path_or_content` (bytes)"
+    with pytest.raises(ValueError, match=re.escape(f"{what} is not a readable .tflite file: {reason}")):
+        micro.MicroInterpreter(given, "serve")
+
+
+def test_the_micro_check_of_an_unreadable_file_says_one_line(small_file):
+    # TFLM's Python loader fails on a truncated file: the child's traceback must not become the message.
+    with pytest.raises(ExportError) as info:
+        micro.check(small_file[: len(small_file) // 2])
+    message = str(info.value)
+    assert "\n" not in message and "Traceback" not in message
+    assert message.startswith("the tflite-micro interpreter cannot run the file: it does not load: ")

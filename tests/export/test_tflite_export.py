@@ -1,6 +1,8 @@
 """TFLite export of recurrent models, Keras' own layers included: builtins
 only, dynamic batch and length, masking, streaming, quantization."""
 
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -222,6 +224,20 @@ def test_saved_model_has_serve_and_step(tmp_path):
     np.testing.assert_allclose(stream_saved_model(loaded, x), serve, atol=ATOL)
 
 
+
+def test_a_saved_model_replaces_only_a_saved_model(tmp_path):
+    """The folder is swapped in whole: an earlier SavedModel is replaced,
+    a folder that holds anything else is refused, untouched."""
+    model = MODELS["masked_ours_stacked"]()
+    export_saved_model(model, tmp_path / "sm", streaming=False)
+    assert export_saved_model(model, tmp_path / "sm") == ["serve", "step", "initial_state"]
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "model.keras").write_text("keep")
+    with pytest.raises(ValueError, match=r"Argument `path` must be a new folder.*\['model.keras'\]"):
+        export_saved_model(model, tmp_path / "mine")
+    assert os.listdir(tmp_path / "mine") == ["model.keras"]
+
+
 @pytest.mark.parametrize("quantize", ["float16", "dynamic_int8", "int8"])
 @pytest.mark.parametrize("streaming", [False, True])
 def test_quantized_exports_run_and_stay_close(quantize, streaming, tmp_path):
@@ -284,3 +300,33 @@ def test_a_layer_without_builtins_is_named(tmp_path):
     assert "\n" not in message
     assert message.startswith("layer 'odd_math' (Erfinv) does not convert to TFLite builtins")
     assert "Erfinv" in message.split(":", 1)[1]
+
+
+def test_a_given_length_fixes_the_length_and_contradictions_are_refused(tmp_path):
+    model = MODELS["lstm"]()  # of any length
+    summary = export_tflite(model, tmp_path / "five.tflite", length=5)
+    assert summary["signatures"]["serve"]["inputs"]["sequence"][0] == (-1, 5, D)
+    with pytest.raises(ValueError, match=r"Argument `length` is needed with dynamic_length=False"):
+        export_tflite(model, tmp_path / "x.tflite", dynamic_length=False)
+    with pytest.raises(ValueError, match=r"`dynamic_length` cannot be True with length=5"):
+        export_tflite(model, tmp_path / "x.tflite", dynamic_length=True, length=5)
+    with pytest.raises(ValueError, match=r"`dynamic_length` cannot be True with target='accelerator'"):
+        export_tflite(model, tmp_path / "x.tflite", dynamic_length=True, target="accelerator", length=5)
+    with pytest.raises(ValueError, match=r"streaming=True does not export.*received length=5"):
+        export_tflite(model, tmp_path / "x.tflite", streaming=True, length=5)
+
+
+@pytest.mark.parametrize("name", ["streaming", "dynamic_length", "integer_io"])
+def test_flags_must_be_bools(name, tmp_path):
+    with pytest.raises(ValueError, match=rf"Argument `{name}` must be a bool; received {name}='yes'"):
+        export_tflite(MODELS["lstm"](), tmp_path / "x.tflite", **{name: "yes"})
+    assert not (tmp_path / "x.tflite").exists()
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_int8_calibration_on_non_finite_data_is_refused(bad, tmp_path):
+    data = np.random.default_rng(0).normal(size=(4, 5, D)).astype("float32")
+    data[1, 2, 0] = bad
+    with pytest.raises(ValueError, match=r"`representative_data` must hold finite values; input 'sequence' has 1 "):
+        export_tflite(MODELS["lstm"](), tmp_path / "x.tflite", quantize="int8", representative_data=data)
+    assert not (tmp_path / "x.tflite").exists()

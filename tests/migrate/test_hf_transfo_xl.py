@@ -17,6 +17,7 @@ from keras_relrec.layers import TransformerXL
 from keras_relrec.layers import TransformerXLBlock
 from keras_relrec.migrate import load_hf_transfo_xl
 from keras_relrec.migrate import load_hf_transfo_xl_layer
+from tests.migrate.weights import weights_bytes
 
 GOLDENS = pathlib.Path(__file__).parent.parent / "goldens"
 ATOL = 1e-5
@@ -123,6 +124,20 @@ def test_adaptive_embeddings_and_missing_weights_are_refused():
     weights["layers.0.dec_attn.o_net.weight"] = np.zeros((16, 8))
     with pytest.raises(ValueError, match=r"o_net.weight' must have shape \(16, 16\)"):
         load_hf_transfo_xl(model, weights)
+
+
+@pytest.mark.parametrize("bad, problem", [("a", "holds dtype <U1"), (np.nan, "holds 16 non-finite")])
+def test_a_bad_last_array_is_refused_before_any_weight_is_written(bad, problem):
+    """Strings or NaN in the last array read: a ValueError naming it, and
+    not one of the 28 arrays before it written."""
+    golden = np.load(GOLDENS / "transfo_xl_model_postln.npz")
+    model = model_for(golden)
+    weights = {k: v + 1 for k, v in params(golden).items()}
+    weights["layers.1.dec_attn.r_r_bias"] = np.full((2, 8), bad)
+    before = weights_bytes(model)
+    with pytest.raises(ValueError, match=f"key 'layers.1.dec_attn.r_r_bias' {problem}"):
+        load_hf_transfo_xl(model, weights)
+    assert weights_bytes(model) == before
 
 
 def reference_python():

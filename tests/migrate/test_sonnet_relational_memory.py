@@ -13,9 +13,11 @@ import pytest
 from keras_relrec.layers import RelationalMemoryCell
 from keras_relrec.migrate import load_sonnet_checkpoint
 from keras_relrec.migrate import load_sonnet_relational_memory
+from keras_relrec.migrate import sonnet_variable_names
 from tests.layers.relational.test_relational_memory_equations import identity_memory
 from tests.layers.relational.test_relational_memory_equations import layer_norm
 from tests.layers.relational.test_relational_memory_equations import sigmoid
+from tests.migrate.weights import weights_bytes
 
 S = "relational_memory"
 
@@ -107,8 +109,24 @@ def test_mismatched_checkpoints_are_refused():
         load_sonnet_relational_memory(RelationalMemoryCell(**{**CONFIG, "num_blocks": 3}), v)
     wrong = dict(v)
     wrong[f"{S}/linear_1/w"] = np.zeros((8, 7))
-    with pytest.raises(ValueError, match="linear_1/w has shape"):
+    with pytest.raises(ValueError, match=r"key 'relational_memory/linear_1/w' holds shape \(8, 7\)"):
         load_sonnet_relational_memory(RelationalMemoryCell(**CONFIG), wrong)
+
+
+@pytest.mark.parametrize("bad, problem", [("a", "holds dtype <U1"), (np.nan, "holds 16 non-finite")])
+def test_a_bad_last_array_is_refused_before_any_weight_is_written(bad, problem):
+    """Strings or NaN in the last array read: a ValueError naming it, and
+    not one of the 17 arrays before it written."""
+    rng = np.random.default_rng(3)
+    v = sonnet_variables(rng, features=5, mlp_layers=2, gate_width=8, **CONFIG)
+    cell = load_sonnet_relational_memory(RelationalMemoryCell(**CONFIG), v)
+    last = list(sonnet_variable_names(cell))[-1]
+    assert last == f"{S}/linear_4/b"
+    bad_variables = {**{k: a + 1 for k, a in v.items()}, last: np.full((16,), bad)}
+    before = weights_bytes(cell)
+    with pytest.raises(ValueError, match=f"key '{last}' {problem}"):
+        load_sonnet_relational_memory(cell, bad_variables)
+    assert weights_bytes(cell) == before
 
 
 def test_reads_a_tf1_checkpoint_file(tmp_path):

@@ -68,6 +68,12 @@ def test_sampling_is_seeded_and_checked():
         TransformerXLGenerator(TransformerXL(1, 1, 2, 4, 4, segment_len=2, mem_len=2), head)
 
 
+def test_a_head_that_is_not_a_layer_is_refused():
+    backbone, _ = language_model(mem_len=4)
+    with pytest.raises(ValueError, match=r"`head`, a Keras layer .*received head=None"):
+        TransformerXLGenerator(backbone, None)
+
+
 def greedy_by_steps(generator, prompt, count):
     """Token mode written out with `step` (the streaming step, from the
     memories, one round trip a token): the greedy tokens."""

@@ -110,6 +110,13 @@ def test_unknown_or_bad_arguments_name_the_culprit():
         tuning.HyperTABL((10, 6), 3, units=4)
 
 
+def test_a_fixed_number_of_regions_must_fit_the_inputs():
+    """Refused when the HyperModel is made, not in every trial."""
+    with pytest.raises(ValueError, match=r"`regions` must be at most .* regions=7 where A has 4 and B has 4"):
+        tuning.HyperDRRT(((4, 2), (4, 2)), num_classes=2, regions=7)
+    tuning.HyperDRRT(((4, 2), (4, 2)), num_classes=2, regions=4)
+
+
 def make_tuner(name, hypermodel, directory, objective="val_accuracy", **kwargs):
     common = dict(objective=objective, directory=str(directory), project_name="p", seed=1, overwrite=True,
                   **kwargs)

@@ -7,13 +7,12 @@ TFLM addresses tensors by position, not by name: `io_order` gives the
 positions of a signature's inputs and outputs.
 """
 
-import pathlib
-
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.runtime import micro_probe
+from keras_relrec.export.runtime import tflite_inspect
 from keras_relrec.export.tflite import micro_check
 from keras_relrec.export.tflite import quantization
 from keras_relrec.export.tflite.initial_state_file import read_initial_state
@@ -63,13 +62,15 @@ class MicroInterpreter:
         signature: "serve" or "step".
         arena_size: The tensor arena in bytes; default 4 × the smallest one
             (`micro_check.check`), at least 64 KiB.
+
+    Raises:
+        ValueError: not a TFLite flatbuffer (see `tflite_inspect.read_flatbuffer`),
+            or no such signature.
+        ExportError: the tflite-micro interpreter cannot run the file.
     """
 
     def __init__(self, path_or_content, signature, arena_size=None):
-        if isinstance(path_or_content, (bytes, bytearray)):
-            content = bytes(path_or_content)
-        else:
-            content = pathlib.Path(path_or_content).read_bytes()
+        content = tflite_inspect.read_flatbuffer(path_or_content)
         self.order = io_order(content, signature)
         if arena_size is None:
             arena_size = max(micro_probe.FIRST_ARENA, 4 * micro_check.check(content)["arena_bytes"])

@@ -96,7 +96,10 @@ def _trial(content, arena_size):
         if pid == 0:  # the child: TFLM's output to `sink`, its verdict as exit status
             os.dup2(sink.fileno(), 1)
             os.dup2(sink.fileno(), 2)
-            loaded, message = interpreter(content, arena_size, capture=False)
+            try:
+                loaded, message = interpreter(content, arena_size, capture=False)
+            except Exception as error:  # TFLM's Python loader on a file it cannot read: one line, no traceback
+                loaded, message = None, f"it does not load: {error}"
             if loaded is None:
                 os.write(2, f"\n{message}\n".encode())
             os._exit(0 if loaded is not None else 1)

@@ -6,6 +6,7 @@ but not TensorFlow.
 
 import collections
 import pathlib
+import struct
 
 from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
@@ -110,13 +111,44 @@ def custom_ops(content):
     return sorted(op for op in op_histogram(content) if op.startswith("CUSTOM:"))
 
 
+def read_flatbuffer(path_or_content):
+    """The bytes of a `.tflite` file (a path) or the bytes given, once they
+    read as a TFLite flatbuffer: a ValueError naming the file and what is
+    wrong otherwise (flatbuffers' own reader fails with `struct.error`, or
+    reads garbage, on an empty, foreign or truncated file)."""
+    if isinstance(path_or_content, (bytes, bytearray)):
+        content, what = bytes(path_or_content), "Argument `path_or_content` (bytes)"
+    else:
+        content, what = pathlib.Path(path_or_content).read_bytes(), str(path_or_content)
+    size = len(content)
+    root = struct.unpack_from("<I", content)[0] if size >= 4 else None
+    if size < 8:
+        problem = "it is empty, not a TFLite flatbuffer" if not size else (
+            f"truncated: {size} bytes, fewer than a flatbuffer's 8-byte header")
+    elif content[4:8] != b"TFL3":
+        problem = f"not a TFLite flatbuffer: no file identifier b'TFL3' at bytes 4:8 (found {content[4:8]!r})"
+    elif root + 4 > size:
+        problem = f"truncated: {size} bytes, its root table at byte {root}"
+    else:
+        try:
+            schema.ModelT.InitFromPackedBuf(content, 0)  # reads every table
+            return content
+        except (struct.error, ValueError, IndexError):
+            problem = f"truncated or corrupt: its tables point past its {size} bytes"
+    raise ValueError(
+        f"{what} is not a readable .tflite file: {problem}. Give a .tflite file as export_tflite writes it (write "
+        "it again if it was cut short)."
+    )
+
+
 def summarize(path_or_content):
     """A dict: size in bytes, subgraph count, signatures with their inputs
-    and outputs (name, shape signature, dtype), and the op histogram."""
-    if isinstance(path_or_content, (bytes, bytearray)):
-        content = bytes(path_or_content)
-    else:
-        content = pathlib.Path(path_or_content).read_bytes()
+    and outputs (name, shape signature, dtype), and the op histogram.
+
+    Raises:
+        ValueError: not a TFLite flatbuffer (see `read_flatbuffer`).
+    """
+    content = read_flatbuffer(path_or_content)
     interpreter = Interpreter(model_content=content)
     signatures, quantized_signatures = {}, {}
     for key in interpreter.get_signature_list():

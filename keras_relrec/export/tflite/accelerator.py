@@ -35,9 +35,10 @@ def _gpu_warnings(content):
 
 def compatibility(content):
     """{"ready": bool, "reasons": [one line each], "integer_only": bool,
-    "tensors": [names]}: whether a delegate can take the whole file, whether
-    every tensor an op reads or writes is an integer (what an integer-only
-    NPU needs), and the tensors at fault (a loop's, the dynamic ones)."""
+    "tensors": [names], "float_tensors": [names]}: whether a delegate can
+    take the whole file, whether every tensor an op reads or writes is an
+    integer (what an integer-only NPU needs), the tensors at fault (a
+    loop's, the dynamic ones) and the float ones an op reads or writes."""
     content = bytes(content)
     model = schema.Model.GetRootAsModel(content, 0)
     reasons = []
@@ -46,7 +47,7 @@ def compatibility(content):
     at = [name for op in flow for name in outputs[op]]
     if flow:
         reasons.append(f"control flow ({', '.join(flow)}), which no delegate runs")
-    dynamic, floats = [], False
+    dynamic, floats = [], []
     for s in range(model.SubgraphsLength()):
         subgraph = model.Subgraphs(s)
         for t in range(subgraph.TensorsLength()):
@@ -56,8 +57,10 @@ def compatibility(content):
         for o in range(subgraph.OperatorsLength()):
             op = subgraph.Operators(o)
             used = list(op.InputsAsNumpy()) + list(op.OutputsAsNumpy())
-            floats = floats or any(k >= 0 and subgraph.Tensors(k).Type() in _FLOAT_TYPES for k in used)
+            floats += [subgraph.Tensors(k).Name().decode() for k in used
+                       if k >= 0 and subgraph.Tensors(k).Type() in _FLOAT_TYPES]
     if dynamic:
         reasons.append(f"dynamic shapes ({len(dynamic)} tensors, e.g. '{dynamic[0]}')")
     reasons += _gpu_warnings(content)
-    return {"ready": not reasons, "reasons": reasons, "integer_only": not floats, "tensors": at + dynamic}
+    return {"ready": not reasons, "reasons": reasons, "integer_only": not floats, "tensors": at + dynamic,
+            "float_tensors": list(dict.fromkeys(floats))}

@@ -39,6 +39,14 @@ def _examples(plan, representative_data, batch_size=None):
     examples = []
     for batch in batches:
         arrays = {name: np.asarray(batch[name]) for name in names}
+        for name, array in arrays.items():
+            # Ranges from NaN or inf are NaN: the file would be written, then fail to run.
+            if np.issubdtype(array.dtype, np.inexact) and not np.isfinite(array).all():
+                raise ValueError(
+                    f"Argument `representative_data` must hold finite values; input '{name}' has "
+                    f"{array.size - np.isfinite(array).sum()} NaN or infinite values of {array.size}. Replace "
+                    "them (padding with the model's mask value, e.g. np.nan_to_num(x)) or drop those examples."
+                )
         counts = {len(array) for array in arrays.values()}
         if len(counts) != 1:
             raise ValueError(

@@ -26,6 +26,8 @@ from keras_relrec.export.tflite import static_reshapes
 from keras_relrec.export.tflite import subgraph_order
 from keras_relrec.export.tflite import tensor_names
 from keras_relrec.export.tflite.targets import TARGETS
+from keras_relrec.utils import atomic_files
+from keras_relrec.utils import validation
 
 QUANTIZE_MODES = (None, "float16", "dynamic_int8", "int8")
 
@@ -37,7 +39,7 @@ def export_tflite(
     streaming=False,
     quantize=None,
     representative_data=None,
-    dynamic_length=True,
+    dynamic_length=None,
     target="litert",
     batch_size=None,
     length=None,
@@ -47,9 +49,10 @@ def export_tflite(
     """Writes `model` as a `.tflite` file that uses builtin ops only.
 
     Sequence mode (default): one signature, `serve`, taking whole sequences
-    with dynamic batch and (with `dynamic_length`) dynamic length. Streaming
-    mode: signatures `step` (one time step and the states in, `output` and
-    the new states out, by name) and `initial_state` (`batch_size` in).
+    with dynamic batch and (unless `length` is given or `dynamic_length` is
+    False) dynamic length. Streaming mode: signatures `step` (one time step
+    and the states in, `output` and the new states out, by name) and
+    `initial_state` (`batch_size` in).
     See `keras_relrec.export.graph.endpoints` for the names.
 
     `target="micro"` writes a file for TensorFlow Lite for Microcontrollers:
@@ -89,14 +92,16 @@ def export_tflite(
             time, ...) as an array, or an iterable of such batches; for a
             model of several inputs, a dict {input name: array} or a list of
             arrays in the order of the model's inputs.
-        dynamic_length: Whether the time axis of the inputs is dynamic
-            (target "litert" only).
+        dynamic_length: Whether the time axis of `serve`'s inputs is
+            dynamic (target "litert" only); default: dynamic unless
+            `length` is given. False needs a length: `length` or the
+            model's.
         target: "litert" (default), "micro" or "accelerator".
         batch_size: A fixed batch size for every signature (default:
             dynamic for "litert", 1 for the other targets).
-        length: The fixed length of `serve`'s sequences (with
-            `dynamic_length=False` or targets "micro" and "accelerator");
-            default the model's.
+        length: The fixed length of `serve`'s sequences (sequence mode
+            only; it makes the length fixed for target "litert" too);
+            default the model's where the length is fixed.
         integer_io: With `quantize="int8"`, whether inputs, outputs and
             states are int8 too and every op integer (fully integer; the
             scale and zero point of each are in the summary's
@@ -131,6 +136,9 @@ def export_tflite(
         raise ValueError(f"Argument `target` must be one of {tuple(TARGETS)}; received target={target!r}.")
     target = TARGETS[target]
     fixed = target.fixed
+    streaming = validation.check_bool("streaming", streaming)
+    dynamic_length, integer_io = (None if value is None else validation.check_bool(name, value)
+                                  for name, value in (("dynamic_length", dynamic_length), ("integer_io", integer_io)))
     if integer_io is None:
         integer_io = quantize == "int8" and fixed
     if integer_io and quantize != "int8":
@@ -140,14 +148,27 @@ def export_tflite(
     if fixed and batch_size is None:
         batch_size = 1
     for name, value in (("batch_size", batch_size), ("length", length)):
-        if value is not None and (not isinstance(value, (int, np.integer)) or value < 1):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
             raise ValueError(f"Argument `{name}` must be a positive integer or None; received {name}={value!r}.")
+    if streaming and length is not None:
+        raise ValueError(
+            f"Argument `length` fixes the length of `serve`, which streaming=True does not export (`step` takes "
+            f"one frame at a time); received length={length!r}. Leave `length` out, or export streaming=False."
+        )
+    # Streaming exports no `serve`, whose length this is about.
+    if dynamic_length and not streaming and (fixed or length is not None):
+        given = f"target={target.name!r}, whose files have a fixed length" if fixed else f"length={length!r}"
+        raise ValueError(
+            f"Argument `dynamic_length` cannot be True with {given}; received dynamic_length=True. Leave "
+            "`dynamic_length` out (a given length makes the length fixed), or leave `length` out."
+        )
+    if dynamic_length is None:
+        dynamic_length = not fixed and length is None
     plan = plan_export(model)
     if streaming:
         plan.require_streaming()  # names the layer before anything is traced
-    elif fixed:
-        dynamic_length = False
-        _require_fixed_length(plan, length, target.name)
+    elif not dynamic_length:
+        _require_fixed_length(plan, length, f"target={target.name!r}" if fixed else "dynamic_length=False")
     dataset = None
     if quantize == "int8":
         dataset = calibration.representative_dataset(model, plan, representative_data, streaming, batch_size, fixed)
@@ -203,8 +224,9 @@ def export_tflite(
     summary["reshapes_made_static"] = made_static
     summary.update(target.check(content, plan, integer_io))
     path = pathlib.Path(path)
-    path.write_bytes(content)
-    if fixed and streaming:
+    if not (fixed and streaming):
+        atomic_files.write_bytes(path, content)
+    else:
         # The file has no `initial_state`: the states go beside it, as the
         # integers of an integer file.
         states = endpoints.initial_state_fn(plan)(tf.constant(batch_size))
@@ -212,7 +234,8 @@ def export_tflite(
         params = summary["quantization"].get("step", {}).get("inputs", {})
         states = {name: quantization.quantize(value, (params[name]["scale"], params[name]["zero_point"]))
                   if name in params else value for name, value in states.items()}
-        summary["initial_state"] = str(initial_state_file.write_initial_state(path, states, plan.chunk_length))
+        sidecar = initial_state_file.write_initial_state(path, content, states, plan.chunk_length)
+        summary["initial_state"] = str(sidecar)
     return summary
 
 
@@ -220,16 +243,19 @@ def _is_version(text):
     return isinstance(text, str) and all(part.isdigit() for part in text.split(".")) and text.count(".") <= 2
 
 
-def _require_fixed_length(plan, length, target):
-    """A microcontroller or a delegate runs sequences of one length: `length`
-    or the model's."""
+def _require_fixed_length(plan, length, why):
+    """A file of a fixed length (a microcontroller's, a delegate's, or with
+    `dynamic_length=False`) takes sequences of one length: `length` or the
+    model's. `why` says which, for the message."""
     if length is not None:
         return
     unknown = [name for name, tensor in plan.inputs.items() if len(tensor.shape) >= 2 and tensor.shape[1] is None]
     if unknown:
+        shape = tuple(plan.inputs[unknown[0]].shape)
         raise ValueError(
-            f"target={target!r} in sequence mode needs a fixed length: input '{unknown[0]}' has none; pass "
-            "length=... (or export streaming=True, which takes any length frame by frame)."
+            f"Argument `length` is needed with {why} in sequence mode: input '{unknown[0]}' has no fixed length "
+            f"(shape {shape}); received length=None. Pass length=..., or export streaming=True, which takes any "
+            "length frame by frame."
         )
 
 

@@ -3,14 +3,25 @@ and "accelerator"): such a file has `step` as its only signature, so
 `export_tflite` writes the states into `<name>.initial_state.npz` beside it
 (as the integers of an integer file), with the step's chunk length when it
 takes chunks; the runners read them back from there.
+
+The two files are one unit (see `keras_relrec.utils.atomic_files`): the
+`.npz` records the SHA-256 of the `.tflite` it was written with and is
+replaced first, the `.tflite` last, and `read_initial_state` refuses a
+`.npz` that belongs to another `.tflite` (an export killed between the two
+renames, or files of different exports side by side).
 """
 
+import hashlib
 import pathlib
 
 import numpy as np
 
+from keras_relrec.utils import atomic_files
+
 # The chunk length's key in the `.npz`, beside the states'.
 CHUNK_LENGTH_KEY = "_chunk_length"
+# The key of the SHA-256 (hex) of the `.tflite` file the states belong to.
+FINGERPRINT_KEY = "_tflite_sha256"
 
 
 def initial_state_path(path):
@@ -19,18 +30,39 @@ def initial_state_path(path):
     return pathlib.Path(path).with_suffix(".initial_state.npz")
 
 
-def write_initial_state(path, states, chunk_length):
-    """Writes {state name: array} (and `chunk_length`, None for a step of
-    one frame) beside the file `path`; returns where."""
+def write_initial_state(path, content, states, chunk_length):
+    """Writes the `.tflite` file `path` (`content`) and, beside it, its
+    {state name: array} (and `chunk_length`, None for a step of one frame)
+    with the file's fingerprint, as one unit; returns where the states went."""
     extra = {} if chunk_length is None else {CHUNK_LENGTH_KEY: chunk_length}
     sidecar = initial_state_path(path)
-    np.savez(sidecar, **states, **extra)
+    # The .npz first: the .tflite's rename commits the pair.
+    with atomic_files.replacing(sidecar, path) as (sidecar_temp, path_temp):
+        np.savez(sidecar_temp, **states, **extra, **{FINGERPRINT_KEY: _fingerprint(content)})
+        path_temp.write_bytes(content)
     return sidecar
 
 
 def read_initial_state(path):
     """({state name: array}, the chunk length or None) from the file beside
-    a streaming micro (or accelerator) file."""
+    a streaming micro (or accelerator) file `path`.
+
+    Raises:
+        ValueError: the file beside `path` was written for another version
+            of `path` (files of an older export carry no fingerprint and
+            are taken as they are).
+    """
     sidecar = dict(np.load(initial_state_path(path)))
+    recorded = sidecar.pop(FINGERPRINT_KEY, None)
+    if recorded is not None and str(recorded) != _fingerprint(pathlib.Path(path).read_bytes()):
+        raise ValueError(
+            f"Argument `path`: {initial_state_path(path)} holds the initial states of another version of {path} "
+            "(an export stopped between writing the two, or files of different exports side by side); "
+            "export the model again."
+        )
     chunk = sidecar.pop(CHUNK_LENGTH_KEY, None)
     return sidecar, None if chunk is None else int(chunk)
+
+
+def _fingerprint(content):
+    return hashlib.sha256(bytes(content)).hexdigest()

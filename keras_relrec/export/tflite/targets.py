@@ -70,7 +70,9 @@ class AcceleratorTarget(Target):
             where = plan.culprit(" ".join(found["tensors"]))
             raise ExportError(f"{where} does not export for accelerators: {found['reasons'][0]}")
         if integer_io and not found["integer_only"]:
-            raise ExportError("the int8 file keeps float tensors, which an integer-only accelerator cannot run")
+            where = plan.culprit(" ".join(found["float_tensors"]))
+            raise ExportError(f"{where} keeps float tensors in the int8 file (e.g. '{found['float_tensors'][0]}'), "
+                              "which an integer-only accelerator cannot run")
         return {"accelerator": found}
 
 

@@ -219,6 +219,7 @@ class LocalFeatures(keras.layers.Layer):
             )
 
     def call(self, inputs, mask=None):
+        validation.check_mask(self, mask, inputs)
         # Masked steps are zeros inside every window: whatever they hold
         # never reaches an output or a gradient.
         inputs = zero_masked(ops.cast(inputs, self.compute_dtype), mask)

@@ -73,6 +73,7 @@ class SegmentMean(keras.layers.Layer):
         return at_least_float32(self.compute_dtype)
 
     def call(self, inputs, mask=None):
+        validation.check_mask(self, mask, inputs)
         means = masked_segment_mean(ops.cast(inputs, self.input_dtype), mask, self.num_segments)
         return ops.cast(means, self.compute_dtype)
 

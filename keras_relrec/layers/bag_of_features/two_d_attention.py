@@ -185,6 +185,7 @@ class TwoDAttention(SameShapeAndMask, keras.layers.Layer):
         return two_d_attention_weights(inputs, self._kernel(), self.axis, mask if self.axis == 1 else None)
 
     def call(self, inputs, mask=None):
+        validation.check_mask(self, mask, inputs)
         # Masked steps are taken as zeros (their outputs too): whatever they
         # hold never reaches an output or a gradient. Integers are values.
         inputs = zero_masked(ops.cast(inputs, self.compute_dtype), mask)

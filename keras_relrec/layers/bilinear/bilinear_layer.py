@@ -142,6 +142,9 @@ class BilinearLayer(keras.layers.Layer):
         zeros at masked steps."""
         if self.data_format == "channels_first":
             inputs = ops.swapaxes(inputs, 1, 2)
+        # Checked against (batch, T, D), so that channels_first takes its
+        # (batch, T) mask too; TABL's attention reads the same mask.
+        validation.check_mask(self, mask, inputs)
         return ops.matmul(zero_masked(inputs, mask), ops.transpose(self.feature_kernel))
 
     def _between(self, projected, mask=None):

@@ -164,6 +164,7 @@ class LocalRecurrence(keras.layers.Layer, StreamingLayer):
     def _run(self, inputs, mask, previous, training):
         """The outputs for `inputs` after the M − 1 inputs `previous` (None:
         zeros), and the last M − 1 valid inputs of the two together."""
+        validation.check_mask(self, mask, inputs)
         inputs = ops.cast(inputs, self.compute_dtype)
         batch = ops.shape(inputs)[0]
         steps = axis_size(inputs, 1)

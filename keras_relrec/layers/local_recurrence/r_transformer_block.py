@@ -192,6 +192,7 @@ class RTransformerBlock(SameShapeAndMask, keras.layers.Layer):
         return UnbiasedLayerNorm(self.epsilon, dtype=self.dtype_policy, name=name)
 
     def call(self, inputs, mask=None, training=None):
+        validation.check_mask(self, mask, inputs)
         if mask is not None:
             mask = ops.cast(mask, "bool")
         # Padding is read as zeros, whatever it holds.

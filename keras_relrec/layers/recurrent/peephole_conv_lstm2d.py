@@ -109,6 +109,18 @@ def step_mask(mask):
     return any_valid(mask, axis=tuple(range(2, len(mask.shape))))
 
 
+def is_frame_mask(mask, sequences, data_format):
+    """Whether `mask` is (batch, time) and a frame's positions: the input's
+    shape less its last axis (what `keras.layers.Masking` gives), or its
+    (rows, cols) with `channels_first`."""
+    frames = [sequences.shape[2:-1]]
+    if data_format == "channels_first":
+        frames.append(sequences.shape[3:])
+    return len(mask.shape) == 4 and any(
+        all(m is None or s is None or m == s for m, s in zip(mask.shape[2:], frame)) for frame in frames
+    )
+
+
 @register_layer
 class PeepholeConvLSTM2D(keras.layers.ConvLSTM2D):
     """2-D convolutional LSTM with Hadamard peepholes (Shi et al. 2015).
@@ -165,8 +177,10 @@ class PeepholeConvLSTM2D(keras.layers.ConvLSTM2D):
             `(batch, time, channels, rows, cols)` for `channels_first`.
         initial_state: Optional `[H_0, C_0]`.
         mask: Optional `(batch, time)` boolean mask. A finer mask, such as
-            the `(batch, time, rows, cols)` one of `keras.layers.Masking`,
-            skips a step only where every position of it is masked.
+            the `(batch, time, rows, cols)` one of `keras.layers.Masking`
+            (the input's shape less its last axis), skips a step only where
+            every position of it is masked; a mask of any other shape
+            raises `ValueError`.
         training: Whether dropout is applied.
 
     Returns:
@@ -292,8 +306,13 @@ class PeepholeConvLSTM2D(keras.layers.ConvLSTM2D):
             # `keras.layers.Masking` gives (batch, time, rows, cols) here; a
             # step is padding only when all of its positions are. The JAX
             # loop broadcasts the mask against the 4-D state only when it has
-            # the state's rank, hence (batch, time, 1, 1, 1).
-            mask = step_mask(mask)
+            # the state's rank, hence (batch, time, 1, 1, 1). Only a finer
+            # mask of a frame's shape is reduced to steps: any other must be
+            # (batch, time) already (a (batch, time, 1) mask or a batch of
+            # one would otherwise be broadcast silently).
+            if is_frame_mask(mask, sequences, self.data_format):
+                mask = step_mask(mask)
+            validation.check_mask(self, mask, sequences)
             # Masked steps are fed as zeros: Keras' loop runs the cell on them
             # before selecting the old state, so NaN padding would otherwise
             # make the weight gradients NaN.

@@ -7,6 +7,7 @@ from keras import ops
 
 from keras_relrec.ops import masked_softmax
 from keras_relrec.ops import zero_masked
+from keras_relrec.utils import validation
 from keras_relrec.utils.initializers import clone_initializer
 
 PAIRWISE = ("concat", "concat_relu", "dot")
@@ -61,8 +62,20 @@ class PairwiseRelation(keras.layers.Layer):
 
 def relation_inputs(layer, inputs, mask):
     """A, B in the layer's compute dtype with padding read as zeros, and
-    their boolean masks (or None)."""
-    masks = [None, None] if mask is None else [None if m is None else ops.cast(m, "bool") for m in mask]
+    their boolean masks (or None); inputs of different batch sizes, or
+    masks of other shapes than theirs, raise `ValueError`."""
+    validation.check_same_batch(layer, inputs)
+    if mask is None:
+        mask = [None, None]
+    elif not (isinstance(mask, (list, tuple)) and len(mask) == 2):
+        raise ValueError(
+            f"{type(layer).__name__} expects `mask` [mask_A, mask_B], one (batch, steps) mask or None per "
+            f"input; received a {type(mask).__name__}"
+            f"{f' of shape {tuple(mask.shape)}' if hasattr(mask, 'shape') else ''}."
+        )
+    for name, m, x in zip(("mask_A", "mask_B"), mask, inputs):
+        validation.check_mask(layer, m, x, name)
+    masks = [None if m is None else ops.cast(m, "bool") for m in mask]
     a, b = (zero_masked(ops.cast(x, layer.compute_dtype), m) for x, m in zip(inputs, masks))
     return a, b, masks[0], masks[1]
 

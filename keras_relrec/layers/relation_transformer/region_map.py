@@ -53,6 +53,22 @@ def num_regions(regions):
     return 1 + max(k for side in regions for entry in side for k in _indices(entry, regions))
 
 
+def check_fits(regions, length_a, length_b):
+    """An equal split into K regions (`regions` an int) leaves none empty:
+    K is at most each length that is known (None: unknown). Inputs of no
+    positions pass: they have no pairs to relate, and give empty maps."""
+    if not isinstance(regions, int):
+        return
+    short = [f"{name} has {length}" for name, length in zip("AB", (length_a, length_b))
+             if length is not None and 0 < length < regions]
+    if short:
+        raise ValueError(
+            f"Argument `regions` must be at most the number of positions of each input (an equal split into more "
+            f"regions than positions leaves regions empty); received regions={regions} where "
+            f"{' and '.join(short)} positions. Use fewer regions or longer inputs."
+        )
+
+
 def explicit_lengths(regions):
     """(n, m) that an explicit map was written for; (None, None) for K."""
     if isinstance(regions, int):

@@ -60,7 +60,8 @@ class RegionalRelation(keras.layers.Layer):
         units: h, the width of the projections W_a' and W_b'.
         regions: K, the number of regions of an equal split (default 2):
             region k holds positions floor(k·n/K) … floor((k+1)·n/K) − 1
-            of A, and likewise of B (so any lengths work). Or a pair
+            of A, and likewise of B (any lengths of at least K positions
+            each: no region is left empty). Or a pair
             `(regions_a, regions_b)` of lists with one entry per position
             (the inputs' lengths must then match): its region index, -1 for
             none, or a list of indices for a position in several regions.
@@ -103,6 +104,7 @@ class RegionalRelation(keras.layers.Layer):
                     f"{tuple(shape)} (the region map needs inputs of exactly that length)."
                 )
         self.input_spec = validation.pair_input_specs(self, input_shape, fixed_lengths=lengths[0] is not None)
+        region_map.check_fits(self.regions, input_shape[0][1], input_shape[1][1])
         self.relation = PairwiseRelation(self.units, self.pairwise, self.kernel_initializer,
                                          dtype=self.dtype_policy, name="pairwise")
         self.relation.build(input_shape)
@@ -114,6 +116,7 @@ class RegionalRelation(keras.layers.Layer):
 
     def call(self, inputs, mask=None):
         a, b, mask_a, mask_b = relation_inputs(self, inputs, mask)
+        region_map.check_fits(self.regions, a.shape[1], b.shape[1])
         pairs = self.region_pairs(ops.shape(a)[1], ops.shape(b)[1])
         valid = ops.expand_dims(pairs, 0)
         padding = valid_pairs(mask_a, mask_b, a, b)

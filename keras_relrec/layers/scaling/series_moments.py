@@ -30,6 +30,7 @@ class SeriesMoments(keras.layers.Layer):
     def moments(self, inputs, mask):
         """`(x, μ, σ̃)`: the input in the statistics' dtype, and each
         series' mean and scale (`masked_scale`), its steps' axis kept."""
+        validation.check_mask(self, mask, inputs)
         x = ops.cast(inputs, self.input_dtype)
         mean, scale = masked_scale(x, mask, self.epsilon)
         return x, mean, scale

@@ -4,6 +4,7 @@ from keras import ops
 
 from keras_relrec.layers.transformer_xl.relative_multi_head_attention import RelativeMultiHeadAttention
 from keras_relrec.ops.relative_attention import gather_relative_scores
+from keras_relrec.utils import validation
 
 
 class RecalledMemoryAttention(RelativeMultiHeadAttention):
@@ -22,7 +23,10 @@ class RecalledMemoryAttention(RelativeMultiHeadAttention):
 
     Call arguments:
         memory_offsets: Optional integer (batch, M): each memory slot's
-            distance from the segment's first query.
+            distance from the segment's first query, 1 … max_offset. An
+            eager call refuses others with a `ValueError`; under a trace
+            they are unchecked, and distances beyond the table read its
+            last one.
         max_offset: The largest memory offset, a Python int (the table's
             size); exactly with `memory_offsets`.
         memory_scale: Optional (batch, M): the factor on each slot's
@@ -40,11 +44,12 @@ class RecalledMemoryAttention(RelativeMultiHeadAttention):
 
     def _check_recall(self, memory, memory_offsets, max_offset, memory_scale):
         for name, value in (("memory_offsets", memory_offsets), ("memory_scale", memory_scale)):
-            if value is not None and (memory is None or tuple(value.shape) != tuple(memory.shape[:2])):
+            shape = getattr(value, "shape", None)
+            if value is not None and (memory is None or shape is None or tuple(shape) != tuple(memory.shape[:2])):
+                received = f"{name}={value!r}" if shape is None else f"{name} of shape {tuple(shape)}"
                 raise ValueError(
-                    f"{type(self).__name__} expects `{name}` of the memory's shape (batch, slots); received "
-                    f"{name} of shape {tuple(value.shape)} for memory "
-                    f"{None if memory is None else tuple(memory.shape)}."
+                    f"{type(self).__name__} expects `{name}`, a tensor of the memory's shape (batch, slots); "
+                    f"received {received} for memory {None if memory is None else tuple(memory.shape)}."
                 )
         if (memory_offsets is None) != (max_offset is None) or (
             max_offset is not None and (isinstance(max_offset, bool) or not isinstance(max_offset, int)
@@ -54,6 +59,15 @@ class RecalledMemoryAttention(RelativeMultiHeadAttention):
                 f"{type(self).__name__} takes `max_offset`, a positive Python int, exactly with "
                 f"`memory_offsets`; received max_offset={max_offset!r} with memory_offsets="
                 f"{'None' if memory_offsets is None else 'a tensor'}."
+            )
+        # Offsets beyond the table would be clipped to its last distance.
+        offsets = None if memory_offsets is None else validation.concrete_values(memory_offsets)
+        if offsets is not None and offsets.size and not 1 <= offsets.min() <= offsets.max() <= max_offset:
+            bad = offsets.min() if offsets.min() < 1 else offsets.max()
+            raise ValueError(
+                f"{type(self).__name__} expects `memory_offsets` in 1..max_offset={max_offset} (a memory slot "
+                f"precedes the segment, at most max_offset before it); received memory_offsets holding "
+                f"{bad.item()}. Give max_offset the largest offset, or leave older slots out of the memory."
             )
 
     def _table_size(self, keys, queries, recalled):

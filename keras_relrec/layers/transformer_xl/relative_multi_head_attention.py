@@ -58,6 +58,10 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
     is the last M positions of [m; h], without gradient. This layer's
     memory is its own input h, before any layer norm.
 
+    Range: q·k and the layer norm square the features, so features beyond
+    about 1e18 in magnitude (about 1e2 under `mixed_float16`) overflow and
+    give NaN, without an error; scale such inputs first.
+
     Masking: a mask (batch, L) marks padding in the segment and
     `memory_mask` (batch, M) the memory slots that hold positions (false
     for slots not filled yet): such keys get no attention, what a masked
@@ -178,7 +182,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             )
         self.norm.build(input_shape)
 
-    def _check_call(self, inputs, memory, memory_mask, relative_biases):
+    def _check_call(self, inputs, mask, memory, memory_mask, relative_biases):
+        validation.check_mask(self, mask, inputs)
         width = self.query_kernel.shape[0]
         if memory is not None and (len(memory.shape) != 3 or memory.shape[-1] != width):
             raise ValueError(
@@ -205,6 +210,20 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
                 f"{self.shared_relative_biases}, received relative_biases="
                 f"{'None' if relative_biases is None else 'a pair'}."
             )
+        if relative_biases is not None:
+            self._check_relative_biases(relative_biases)
+
+    def _check_relative_biases(self, relative_biases):
+        """(u, v_b), each (num_heads, head_size): another shape would fail
+        in the backend or be broadcast over the heads."""
+        expected = (self.num_heads, self.head_size)
+        shapes = [tuple(bias.shape) for bias in relative_biases]
+        if shapes != [expected, expected]:
+            raise ValueError(
+                f"{type(self).__name__} expects `relative_biases` (u, v), each of shape (num_heads, head_size) = "
+                f"{expected}; received shapes {shapes}. Give one (num_heads, head_size) weight for each, as the "
+                "layer's own content_bias and position_bias."
+            )
 
     def call(self, inputs, memory=None, mask=None, memory_mask=None, relative_biases=None, training=None,
              return_attention_scores=False):
@@ -215,8 +234,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         """`call`, and for a subclass whose memory is not the positions just
         before the segment, `recalled`: what `_position_scores` and
         `_values` read of it."""
+        self._check_call(inputs, mask, memory, memory_mask, relative_biases)
         inputs = zero_masked(ops.cast(inputs, self.compute_dtype), mask)
-        self._check_call(inputs, memory, memory_mask, relative_biases)
         memory_length = 0 if memory is None else memory.shape[1]
         if memory is not None:
             memory = zero_masked(ops.cast(memory, self.compute_dtype), memory_mask)

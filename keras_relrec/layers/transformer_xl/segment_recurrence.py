@@ -2,6 +2,7 @@
 with a memory policy that decides what it remembers between segments."""
 
 import math
+import warnings
 
 import keras
 from keras import ops
@@ -70,7 +71,12 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             config; it belongs to this layer alone.
         vocabulary_size: With it, the inputs are token ids and the layer
             embeds them (scaled by sqrt(d), as the paper); without it, the
-            inputs are (batch, steps, hidden_dim) features.
+            inputs are (batch, steps, hidden_dim) features. Ids must lie in
+            0 … vocabulary_size − 1, padding included: an eager call
+            refuses others with a `ValueError`; under a trace (`fit`,
+            `predict`, tf.function, jit, export) they are assumed valid,
+            unchecked, and an id outside gives whatever the backend's gather
+            gives (an error, zeros or another row).
         clamp_len, same_length, pre_lnorm: As in `TransformerXLBlock`
             (`same_length` with a `FifoMemory` of positions only).
         tie_relative_biases: One u and v for every layer (the paper's code
@@ -83,13 +89,19 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
         relative_bias_initializer: Of the blocks' u and v.
         embeddings_initializer: Of the token embedding.
         stateful: Whether each call starts from the states the last one
-            ended with (the batch size must be fixed).
+            ended with (the batch size must be fixed). The layer warns,
+            once, of a call that goes on from one whose length was not a
+            multiple of segment_len (no `reset_state()` between): the
+            stream then goes on as the calls each cut into segments, not
+            as one call.
         return_state: Whether to return the states after the outputs.
         seed: Seed of the dropout.
         **kwargs: Base `Layer` arguments.
 
     Call arguments:
-        inputs: (batch, steps) token ids or (batch, steps, hidden_dim).
+        inputs: (batch, steps) token ids or (batch, steps, hidden_dim)
+            (features beyond about 1e18 overflow in the attention: see
+            `RelativeMultiHeadAttention`).
         mask: Optional boolean (batch, steps), false for padding.
         initial_state: Optional states to start from (the policy's).
         training: Whether dropout is on.
@@ -198,6 +210,10 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
         self._memory.configure(self.num_layers, self.segment_len, self.hidden_dim, self.dtype_policy,
                                self.kernel_initializer, self.bias_initializer)
         self.states = None
+        # Whether the last stateful call cut a segment short, and whether
+        # a call going on from such a cut was warned of.
+        self._cut_short = False
+        self._warned_cut = False
         self.supports_masking = True
 
     # Building and states.
@@ -269,6 +285,7 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
 
     def reset_state(self):
         state_variables.reset(self)
+        self._cut_short = False
 
     # Decoding with fixed weights.
     def key_value_cache(self, states):
@@ -352,6 +369,8 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
 
     # The segment loop.
     def call(self, inputs, mask=None, initial_state=None, training=None):
+        if self.stateful:
+            self._warn_after_cut(inputs.shape[1])
         states = self._initial_state(inputs, initial_state)
         outputs, new_states = self._run(inputs, mask, states, training)
         if self.stateful:
@@ -362,7 +381,25 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
     def streaming_step(self, inputs, states, mask=None):
         return self._run(inputs, mask, list(states), False)
 
+    def _warn_after_cut(self, steps):
+        """Warns, once, of a stateful call that goes on from a call whose
+        length was not a multiple of segment_len (with no reset_state()
+        between): the stream then runs as the calls each cut into
+        segments, not as one call over the whole stream. A stream's last
+        call may be short: only what follows it is warned of."""
+        if self._cut_short and not self._warned_cut:
+            self._warned_cut = True
+            warnings.warn(
+                f"{type(self).__name__}(stateful=True) goes on from a call whose length was not a multiple of "
+                f"segment_len={self.segment_len}: that call's last segment was cut short, so this call does not "
+                "go on as one call over the whole stream would (see the layer's docstring). Feed calls of a "
+                "multiple of segment_len, all but a stream's last, and call reset_state() before the next stream.",
+                stacklevel=2,
+            )
+        self._cut_short = steps is not None and steps % self.segment_len != 0
+
     def _run(self, inputs, mask, states, training):
+        validation.check_mask(self, mask, inputs)
         hidden = self._embed(inputs, training)
         steps = axis_size(hidden, 1)
         if mask is not None:
@@ -400,9 +437,25 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
         if self.embedding is None:
             hidden = ops.cast(inputs, self.compute_dtype)
         else:
+            self._check_token_ids(inputs)
             # sqrt(d) as a Python number: it takes the embedding's dtype.
             hidden = self.embedding(ops.cast(inputs, "int32")) * math.sqrt(self.hidden_dim)
         return self.embedding_dropout(hidden, training=training)
+
+    def _check_token_ids(self, inputs):
+        """Token ids out of 0 … vocabulary_size − 1 raise `ValueError` in
+        an eager call; under a trace they are assumed valid."""
+        ids = validation.concrete_values(inputs)
+        if ids is None or not ids.size:
+            return
+        bad = ids[(ids < 0) | (ids >= self.vocabulary_size)]
+        if bad.size:
+            raise ValueError(
+                f"{type(self).__name__} expects token ids in 0..{self.vocabulary_size - 1} "
+                f"(vocabulary_size={self.vocabulary_size}), padding included; received token id {bad[0].item()}. "
+                "Map the ids into that range (pad with 0 and mask it), or build the layer with a larger "
+                "vocabulary_size."
+            )
 
     def _stack(self, mask, training):
         """The blocks run on a segment without memory."""

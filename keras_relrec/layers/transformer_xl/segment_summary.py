@@ -107,6 +107,7 @@ class SegmentSummary(keras.layers.Layer):
             shape = shape[:-1] + (self.units,)
 
     def call(self, inputs, mask=None):
+        validation.check_mask(self, mask, inputs)
         if mask is not None:
             mask = ops.cast(mask, "bool")
         # Padding is read as zeros, whatever it holds.

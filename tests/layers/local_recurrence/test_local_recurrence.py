@@ -4,6 +4,8 @@ the left, every window from the zero state, the last step kept), and its
 masking, chunking, stateful and streaming behaviour. The equations hold in
 float32 and under the float64 policy (tests/layers/float64.py)."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -262,3 +264,17 @@ def test_streams_through_saved_model_and_litert(tmp_path):
     result = run_streaming(tmp_path / "step.tflite", x)
     np.testing.assert_allclose(result["output"], want, atol=ATOL)
     assert result[f"{local.name}_inputs"].shape == (3, 4, 3)
+
+
+@pytest.mark.parametrize("shape", [(2, 5), (2, 4, 1), (3, 4), (1, 4)], ids=["length", "rank", "batch", "batch-of-one"])
+def test_a_mask_of_another_shape_is_refused(shape):
+    """A mask that is not (batch, steps) of the inputs: a `ValueError` naming
+    it, in a call and in a streaming step, never a backend error or a
+    broadcast."""
+    layer = LocalRecurrence(keras.layers.SimpleRNNCell(4), 2)
+    x = np.ones((2, 4, 3), "float32")
+    received = re.escape(str(shape))
+    with pytest.raises(ValueError, match=r"`mask` of shape \(batch, steps\) = \(2, 4\).*mask of shape " + received):
+        layer(x, mask=np.ones(shape, bool))
+    with pytest.raises(ValueError, match=r"`mask` of shape \(batch, steps\)"):
+        layer.streaming_step(x, layer.streaming_initial_state(2), mask=np.ones(shape, bool))

@@ -2,11 +2,14 @@
 float64 NumPy, with masks and a region map that is not the default; the
 layers run under the float64 policy (tests/layers/float64.py)."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
 
 from keras_relrec.layers import GlobalRelation
+from keras_relrec.layers import InteractionTransformer
 from keras_relrec.layers import RegionalRelation
 from tests.layers.relation_transformer import reference
 
@@ -190,3 +193,39 @@ def test_the_regional_normaliser_holds_in_float16():
     finally:
         keras.config.set_dtype_policy(previous)
     np.testing.assert_allclose(np.asarray(alpha, "float32").sum(-1), np.sqrt(3) / 65536, rtol=0.1)
+
+
+def test_more_regions_than_positions_are_refused():
+    """An equal split into K regions of fewer than K positions would leave
+    regions empty: refused where the lengths are known, at build or call."""
+    a, b = np.zeros((1, 4, 3)), np.zeros((1, 6, 3))
+    with pytest.raises(ValueError, match=r"`regions` must be at most .* regions=5 where A has 4 positions"):
+        RegionalRelation(4, regions=5)([a, b])
+    with pytest.raises(ValueError, match=r"regions=5 where A has 4 positions"):
+        RegionalRelation(4, regions=5)([keras.Input((4, 3)), keras.Input((6, 3))])
+    with pytest.raises(ValueError, match=r"regions=5 where A has 4 positions"):
+        InteractionTransformer(4, regions=5)([a, b])
+    # Built for any length, the call's lengths are checked.
+    layer = RegionalRelation(4, regions=5)
+    layer.build([(None, None, 3), (None, None, 3)])
+    with pytest.raises(ValueError, match=r"regions=5 where A has 4 positions"):
+        layer([a, b])
+    alpha, _ = RegionalRelation(4, regions=4)([a, b])
+    assert np.all(np.asarray(alpha).any(axis=(2, 3)))
+
+
+@pytest.mark.parametrize("cls", [GlobalRelation, RegionalRelation, InteractionTransformer])
+def test_inputs_of_other_batch_sizes_or_masks_of_other_shapes_are_refused(cls):
+    """Never a backend error, nor a batch of one broadcast over the other's."""
+    a, b = np.ones((3, 4, 6), "float32"), np.ones((3, 5, 6), "float32")
+    with pytest.raises(ValueError, match="received A of batch size 1, B of batch size 3"):
+        cls(4)([a[:1], b])
+    with pytest.raises(ValueError, match="received A of batch size 3, B of batch size 2"):
+        cls(4)([a, b[:2]])
+    good = [np.ones((3, 4), bool), np.ones((3, 5), bool)]
+    for bad in (np.ones((3, 6), bool), np.ones((3, 5, 1), bool), np.ones((1, 5), bool)):
+        received = re.escape(str(bad.shape))
+        with pytest.raises(ValueError, match=r"`mask_B` of shape .* received mask_B of shape " + received):
+            cls(4)([a, b], mask=[good[0], bad])
+    with pytest.raises(ValueError, match=r"expects `mask` \[mask_A, mask_B\]"):
+        cls(4)([a, b], mask=good[0])
