@@ -60,7 +60,10 @@ def replacing(*paths):
         raise ValueError("Argument `paths` must name at least one file; received none.")
     # A symlink's file is what gets replaced, not the link.
     targets = [pathlib.Path(os.path.realpath(path)) for path in paths]
+    # Named here: the body's own error would name the hidden temporary.
     for target in targets:
+        if target.parent.exists() and not target.parent.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(target.parent))
         if not target.parent.is_dir():
             raise FileNotFoundError(errno.ENOENT, "no folder to write into", str(target.parent))
     temps = [target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp{target.suffix}" for target in targets]

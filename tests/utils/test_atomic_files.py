@@ -100,3 +100,7 @@ def test_a_missing_folder_is_named_not_the_temporary(tmp_path):
     with pytest.raises(FileNotFoundError, match="no folder to write into") as info:
         atomic_files.write_text(tmp_path / "missing" / "card.json", "text")
     assert info.value.filename == str(tmp_path / "missing")
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(NotADirectoryError) as info:
+        atomic_files.write_text(tmp_path / "a_file" / "card.json", "text")
+    assert info.value.filename == str(tmp_path / "a_file")
