@@ -202,17 +202,20 @@ def check_same_batch(layer, inputs, names=("A", "B")):
 
 def check_mask(layer, mask, inputs, name="mask"):
     """Raises `ValueError` unless `mask` (None passes) is (batch, steps) for
-    `inputs` (batch, steps, …), where the sizes are known: a mask of
+    `inputs` (batch, steps, …) — (batch, height, width) for a feature map
+    (batch, height, width, channels) — where the sizes are known: a mask of
     another rank, length or batch would be broadcast or fail in the
     backend."""
     if mask is None:
         return
-    shape, expected = tuple(mask.shape), tuple(inputs.shape[:2])
-    if len(shape) != 2 or any(m is not None and e is not None and m != e for m, e in zip(shape, expected)):
+    axes = 3 if len(inputs.shape) == 4 else 2
+    shape, expected = tuple(mask.shape), tuple(inputs.shape[:axes])
+    if len(shape) != axes or any(m is not None and e is not None and m != e for m, e in zip(shape, expected)):
+        form = "(batch, height, width)" if axes == 3 else "(batch, steps)"
         raise ValueError(
-            f"{type(layer).__name__} expects `{name}` of shape (batch, steps) = {expected} for inputs of shape "
-            f"{tuple(inputs.shape)}; received {name} of shape {shape}. Give one boolean per step of each "
-            "sequence, true where the step is valid."
+            f"{type(layer).__name__} expects `{name}` of shape {form} = {expected} for inputs of shape "
+            f"{tuple(inputs.shape)}; received {name} of shape {shape}. Give one boolean per "
+            f"{'position' if axes == 3 else 'step of each sequence'}, true where it is valid."
         )
 
 

@@ -330,3 +330,11 @@ def test_int8_calibration_on_non_finite_data_is_refused(bad, tmp_path):
     with pytest.raises(ValueError, match=r"`representative_data` must hold finite values; input 'sequence' has 1 "):
         export_tflite(MODELS["lstm"](), tmp_path / "x.tflite", quantize="int8", representative_data=data)
     assert not (tmp_path / "x.tflite").exists()
+
+
+def test_int8_calibration_of_another_length_than_the_file_is_refused(tmp_path):
+    data = np.random.default_rng(0).normal(size=(4, 6, D)).astype("float32")
+    with pytest.raises(ValueError, match=r"`representative_data` must hold sequences of the file's length, 5 steps, "
+                                         r"for input 'sequence'; received sequences of 6"):
+        export_tflite(MODELS["lstm"](), tmp_path / "x.tflite", quantize="int8", representative_data=data, length=5)
+    export_tflite(MODELS["lstm"](), tmp_path / "x.tflite", quantize="int8", representative_data=data[:, :5], length=5)

@@ -63,11 +63,30 @@ def _examples(plan, representative_data, batch_size=None):
     return examples
 
 
-def representative_dataset(model, plan, representative_data, streaming, batch_size=None, step_only=False):
+def _check_lengths(plan, examples, length):
+    """Sequences of another length than a fixed-length file's would fail
+    inside the converter, without a word of the data."""
+    for example in examples:
+        for name, array in example.items():
+            want = length if length is not None else plan.inputs[name].shape[1]
+            if array.ndim >= 2 and want is not None and array.shape[1] != want:
+                raise ValueError(
+                    f"Argument `representative_data` must hold sequences of the file's length, {want} steps, for "
+                    f"input '{name}'; received sequences of {array.shape[1]}. Calibrate on sequences of that "
+                    "length, or export without a fixed length."
+                )
+
+
+def representative_dataset(model, plan, representative_data, streaming, batch_size=None, step_only=False,
+                           fixed_length=False, length=None):
     """The converter's representative dataset: examples one at a time (or
     `batch_size` at a time), as whole sequences or (streaming) frame by
-    frame; with `step_only`, the file has no `initial_state` to calibrate."""
+    frame; with `step_only`, the file has no `initial_state` to calibrate;
+    with `fixed_length`, whole sequences must have `serve`'s length
+    (`length`, or the model's)."""
     examples = _examples(plan, representative_data, batch_size)
+    if fixed_length and not streaming:
+        _check_lengths(plan, examples, length)
 
     def sequences():
         for example in examples:

@@ -171,7 +171,8 @@ def export_tflite(
         _require_fixed_length(plan, length, f"target={target.name!r}" if fixed else "dynamic_length=False")
     dataset = None
     if quantize == "int8":
-        dataset = calibration.representative_dataset(model, plan, representative_data, streaming, batch_size, fixed)
+        dataset = calibration.representative_dataset(model, plan, representative_data, streaming, batch_size, fixed,
+                                                     fixed_length=not dynamic_length, length=length)
     with tempfile.TemporaryDirectory() as folder:
         archive = endpoints.new_archive(model)
         keys = endpoints.add_endpoints(

@@ -194,10 +194,7 @@ class BoFQuantizer(keras.layers.Layer):
         return at_least_float32(self.compute_dtype)
 
     def call(self, inputs, mask=None):
-        if len(inputs.shape) == 3:
-            # A sequence's mask is (batch, steps); a feature map's is
-            # (batch, height, width), which `check_mask` does not cover.
-            validation.check_mask(self, mask, inputs)
+        validation.check_mask(self, mask, inputs)
         # Masked vectors are quantized as zeros: whatever they hold never
         # reaches an output or a gradient.
         inputs = zero_masked(inputs, mask)

@@ -180,6 +180,7 @@ class TwoDAttention(SameShapeAndMask, keras.layers.Layer):
     def attention_weights(self, inputs, mask=None):
         """A, the attention over the attended axis; the input's shape."""
         inputs = ops.convert_to_tensor(inputs, dtype=self.compute_dtype)
+        validation.check_mask(self, mask, inputs)
         if not self.built:
             self.build(inputs.shape)
         return two_d_attention_weights(inputs, self._kernel(), self.axis, mask if self.axis == 1 else None)

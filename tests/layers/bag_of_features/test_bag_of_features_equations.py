@@ -561,3 +561,16 @@ def test_segment_mean_sums_in_float32_under_mixed_precision():
     np.testing.assert_allclose(out, segment_histograms(large, mask, 2), rtol=1e-3)
     with pytest.raises(ValueError, match=r"num_segments.*at most the number of steps, 2"):
         SegmentMean(3)(keras.Input((2, 4)))
+
+
+def test_masks_of_feature_maps_and_of_attention_weights_are_checked():
+    """A feature map's mask is (batch, height, width); `attention_weights`
+    checks its mask as `call` does."""
+    quantizer = BoFQuantizer(3)
+    maps = np.zeros((2, 4, 5, 3), "float32")
+    quantizer(maps, mask=np.ones((2, 4, 5), bool))
+    with pytest.raises(ValueError, match=r"expects `mask` of shape \(batch, height, width\) = \(2, 4, 5\)"):
+        quantizer(maps, mask=np.ones((2, 4), bool))
+    attention = TwoDAttention()
+    with pytest.raises(ValueError, match=r"expects `mask` of shape \(batch, steps\) = \(2, 6\)"):
+        attention.attention_weights(np.zeros((2, 6, 3), "float32"), mask=np.ones((2, 5), bool))
