@@ -475,13 +475,13 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         checks = {"validation_data": ([part[held] for part in xs] if len(xs) > 1 else xs[0][held], y[held]),
                   "callbacks": [keras.callbacks.EarlyStopping(
                       patience=recipe.patience, start_from_epoch=epochs // 2, restore_best_weights=True)]}
+    weights = class_weights(y[fit])
     if not len(held) and recipe.time_warp > 0:
-        weights = class_weights(y[fit])
         batches = _warped_batches(x_fit, y_fit, np.array([weights[label] for label in y_fit], np.float32),
                                   batch_size, epochs, mask_value, recipe.time_warp, seed)
         history = model.fit(batches, epochs=epochs, steps_per_epoch=math.ceil(len(y_fit) / batch_size),
                             shuffle=False, verbose=verbose)
     else:
         history = model.fit(x_fit if len(xs) > 1 else x_fit[0], y_fit, epochs=epochs, batch_size=batch_size,
-                            class_weight=class_weights(y[fit]), verbose=verbose, **checks)
+                            class_weight=weights, verbose=verbose, **checks)
     return model, history

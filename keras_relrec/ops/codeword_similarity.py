@@ -14,9 +14,11 @@ def codeword_logits(x, codebook, scale, distance="l2", epsilon=1e-12):
         x: (..., D) feature vectors.
         codebook: (K, D) codewords v_k.
         scale: (K, D) per-dimension scales w_k, or (K, 1) one per codeword.
-        distance: `"l2"`, ‖·‖₂ (NBoF in the lecture "Sequence processing",
-            course Advanced Deep Learning), or `"squared_l2"`, ‖·‖₂²
-            (the Gaussian membership of the authors' later code).
+        distance: `"l2"`, ‖·‖₂ (Passalis and Tefas, "Neural
+            Bag-of-Features Learning", Pattern Recognition 64, 2017, as the
+            lecture "Sequence processing" of the course Advanced Deep
+            Learning formulates it), or `"squared_l2"`, ‖·‖₂² (the Gaussian
+            membership of the authors' later code).
         epsilon: Added under the square root, so the gradient is finite
             where x equals a codeword.
 

@@ -80,6 +80,10 @@ def test_the_states_belong_to_their_tflite_file(tmp_path):
     path.write_bytes(b"file two")
     with pytest.raises(ValueError, match=r"Argument `path`.*another version"):
         micro.read_initial_state(path)
+    # Bytes already read are what is checked: the file as it will run.
+    assert list(micro.read_initial_state(path, b"file one")[0]) == ["state"]
+    with pytest.raises(ValueError, match=r"Argument `path`.*another version"):
+        micro.read_initial_state(path, b"file two")
     # A .npz of an older export has no fingerprint: taken as it is.
     np.savez(sidecar, **states)
     assert list(micro.read_initial_state(path)[0]) == ["state"]

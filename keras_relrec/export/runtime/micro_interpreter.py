@@ -125,8 +125,10 @@ class MicroStreamer:
     """
 
     def __init__(self, path, arena_size=None, real_values=True):
-        self.initial_state, self.chunk_length = read_initial_state(path)
-        self.step = MicroInterpreter(path, "step", arena_size)
+        # Read once: the states are checked against the bytes that run.
+        content = tflite_inspect.read_flatbuffer(path)
+        self.initial_state, self.chunk_length = read_initial_state(path, content)
+        self.step = MicroInterpreter(content, "step", arena_size)
         self.real_values = real_values
         self.params = {side: {name: quantization.parameters(detail) for name, detail in details.items()}
                        for side, details in (("in", self.step.input_details), ("out", self.step.output_details))}

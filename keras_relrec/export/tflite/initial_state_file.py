@@ -43,9 +43,11 @@ def write_initial_state(path, content, states, chunk_length):
     return sidecar
 
 
-def read_initial_state(path):
+def read_initial_state(path, content=None):
     """({state name: array}, the chunk length or None) from the file beside
-    a streaming micro (or accelerator) file `path`.
+    a streaming micro (or accelerator) file `path`; `content`, the file's
+    bytes where the caller has read them, is what the fingerprint is
+    checked against (else `path` is read).
 
     Raises:
         ValueError: the file beside `path` was written for another version
@@ -54,7 +56,9 @@ def read_initial_state(path):
     """
     sidecar = dict(np.load(initial_state_path(path)))
     recorded = sidecar.pop(FINGERPRINT_KEY, None)
-    if recorded is not None and str(recorded) != _fingerprint(pathlib.Path(path).read_bytes()):
+    if content is None and recorded is not None:
+        content = pathlib.Path(path).read_bytes()
+    if recorded is not None and str(recorded) != _fingerprint(content):
         raise ValueError(
             f"Argument `path`: {initial_state_path(path)} holds the initial states of another version of {path} "
             "(an export stopped between writing the two, or files of different exports side by side); "
