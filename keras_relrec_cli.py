@@ -1,7 +1,7 @@
 """The `keras-relrec` command.
 
     keras-relrec export MODEL.keras --tflite OUT.tflite [--streaming]
-                 [--quantize {float16,dynamic_int8,int8} --calibration DATA.npy|DATA.npz]
+                 [--quantize {float16,dynamic_int8,int8,int16x8} --calibration DATA.npy|DATA.npz]
                  [--saved-model DIR] [--fixed-length]
                  [--target {litert,micro,accelerator} --batch-size N --length T]
                  [--float-io] [--runtime VERSION] [--unsafe]
@@ -39,10 +39,10 @@ def _parser():
     export.add_argument("--tflite", help="write a builtins-only .tflite file here")
     export.add_argument("--saved-model", help="write a SavedModel folder here")
     export.add_argument("--streaming", action="store_true", help="TFLite step and initial_state signatures")
-    export.add_argument("--quantize", choices=["float16", "dynamic_int8", "int8"])
+    export.add_argument("--quantize", choices=["float16", "dynamic_int8", "int8", "int16x8"])
     export.add_argument(
         "--calibration",
-        help="for --quantize int8: a .npy array of input sequences, or a .npz of one array per input name",
+        help="for --quantize int8 or int16x8: a .npy array of input sequences, or a .npz of one array per input name",
     )
     export.add_argument("--fixed-length", action="store_true", help="keep the model's own time length")
     export.add_argument(
@@ -54,7 +54,7 @@ def _parser():
     export.add_argument("--batch-size", type=int, help="a fixed batch size (micro, accelerator: default 1)")
     export.add_argument(
         "--float-io", action="store_true",
-        help="with --quantize int8 for micro or accelerator: float inputs, outputs and states",
+        help="with --quantize int8 or int16x8 for micro or accelerator: float inputs, outputs and states",
     )
     export.add_argument("--runtime", help="the oldest TF Lite runtime the file must run in, e.g. 2.14")
     export.add_argument("--length", type=int, help="a fixed sequence length for the serve signature")
@@ -78,8 +78,8 @@ def _problem(args):
         return None if pathlib.Path(args.tflite).is_file() else f"no such file: {args.tflite}"
     if not args.tflite and not args.saved_model:
         return "nothing to do: give --tflite OUT.tflite and/or --saved-model DIR"
-    if (args.quantize == "int8") != bool(args.calibration):
-        return "--quantize int8 needs --calibration DATA.npy, and only it does"
+    if (args.quantize in ("int8", "int16x8")) != bool(args.calibration):
+        return "--quantize int8 and int16x8 need --calibration DATA.npy, and only they do"
     for path in (args.model, args.calibration):
         if path and not pathlib.Path(path).is_file():
             return f"no such file: {path}"

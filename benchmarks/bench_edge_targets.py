@@ -4,8 +4,9 @@ closely does it agree with Keras on the model's own test data?
 For each classifier in savedmodels/ it exports, from the `.keras` file:
 float32 for phones (target "litert", run in LiteRT and in tflite-runtime
 2.14), float32 for microcontrollers (target "micro", run in the tflite-micro
-interpreter), fully integer int8 for microcontrollers (int8 inputs and
-outputs, calibrated on the first test examples, run in TFLM), and float32
+interpreter), fully integer int8 and 16x8 for microcontrollers (int8, or
+int16, inputs and outputs, calibrated on the first test examples, run in
+TFLM), and float32
 for GPU / NPU delegates (target "accelerator": fixed shapes, loops
 unrolled; run in LiteRT). Agreement: the largest absolute difference of the
 outputs from Keras', and the share of examples with Keras' answer.
@@ -116,9 +117,10 @@ def measure(model, inputs, folder):
     # model, which crashes TF's calibrator (2.21): recurrent models are
     # calibrated, and run, frame by frame through their step.
     streams = plan_export(model).can_stream
+    calibration = {k: v[:50] for k, v in inputs.items()}
     for name, options in (("float32 (micro)", {}),
-                          ("int8 integer I/O (micro)",
-                           {"quantize": "int8", "representative_data": {k: v[:50] for k, v in inputs.items()}})):
+                          ("int8 integer I/O (micro)", {"quantize": "int8", "representative_data": calibration}),
+                          ("16x8 integer I/O (micro)", {"quantize": "int16x8", "representative_data": calibration})):
         path = folder / "micro.tflite"
         step = streams and "quantize" in options
         try:
@@ -135,10 +137,12 @@ def measure(model, inputs, folder):
             continue
         runner = micro.MicroInterpreter(path, "serve", arena_size=4 * summary["micro"]["arena_bytes"])
         params = summary["quantization"].get("serve", {})
+        dtypes = {k: np.dtype(dtype) for k, (_, dtype) in summary["signatures"]["serve"]["inputs"].items()}
 
-        def run(feed, runner=runner, params=params):
+        def run(feed, runner=runner, params=params, dtypes=dtypes):
             if params:
-                feed = {k: quantization.quantize(v, tuple(params["inputs"][k].values())) for k, v in feed.items()}
+                feed = {k: quantization.quantize(v, tuple(params["inputs"][k].values()), dtypes[k])
+                        for k, v in feed.items()}
             out = runner(**feed)["output"]
             return quantization.dequantize(out, tuple(params["outputs"]["output"].values())) if params else out
 

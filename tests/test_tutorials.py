@@ -39,6 +39,7 @@ def test_deploy_to_device_tiny(tmp_path):
         "LiteRT int8, frame by frame",
         "TFLM float32, frame by frame",
         "TFLM int8, integer I/O and states, frame by frame",
+        "TFLM 16x8, int16 I/O and states, frame by frame",
     ]
     # Float32 streaming, in LiteRT and in TFLM, gives Keras' answers on
     # every utterance.
@@ -47,18 +48,27 @@ def test_deploy_to_device_tiny(tmp_path):
     for r in rows:
         assert r["bytes"] > 0 and r["us_per_frame"] > 0
     # The microcontroller files, with the arenas they run in.
-    assert rows[3]["arena"] > 0 and rows[4]["arena"] > 0
+    assert rows[3]["arena"] > 0 and rows[4]["arena"] > 0 and rows[5]["arena"] > 0
     assert set(rows[1]["overhead"]) == {"signature runner, a frame per call", "whole utterance per call"}
-    drift = rows[4]["drift"]
-    assert 0 <= drift["first_100"] <= drift["max"] and 0 < drift["agree"] <= 1
+    drift = rows[5]["drift"]
+    assert set(drift) == {"int8", "16x8"}
+    for d in drift.values():
+        assert 0 <= d["first_100"] <= d["max"] and 0 < d["agree"] <= 1
+    # int16 activations and states are 256 times finer than int8 ones:
+    # closer to float32 on average, early and late in the stream.
+    for part in ("first_100", "last_100"):
+        assert drift["16x8"][part] < drift["int8"][part], drift
     assert (tmp_path / "deploy_streaming.png").stat().st_size > 1000
     # The card gives every int8 tensor of the fully integer file its scale.
     card = json.loads((tmp_path / "deploy_card.json").read_text())
     step = card["speaker_micro_int8.tflite"]["quantization"]["step"]
     assert set(step["inputs"]) == set(step["outputs"]) - {"output"} | {"frames"}
     assert all(q["scale"] > 0 for side in step.values() for q in side.values())
+    step16 = card["speaker_micro_int16x8.tflite"]["quantization"]["step"]
+    assert set(step16["inputs"]) == set(step["inputs"]) and all(q["zero_point"] == 0 for q in step16["inputs"].values())
     text = (tmp_path / "deploy_results.md").read_text()
     assert "| TFLM int8, integer I/O and states, frame by frame |" in text and "over 1,000 frames" in text
+    assert "| the same most likely speaker |" in text
 
 
 def test_nth_farthest_rmc_tiny(tmp_path):

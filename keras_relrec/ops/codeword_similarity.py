@@ -2,6 +2,8 @@
 
 from keras import ops
 
+from keras_relrec.ops import roots
+
 DISTANCES = ("l2", "squared_l2")
 
 
@@ -61,7 +63,7 @@ def codeword_logits(x, codebook, scale, distance="l2", epsilon=1e-12):
         squared = _nearest_from_differences(x, codebook, weights, squared)
     if distance == "squared_l2":
         return -squared
-    return -ops.sqrt(squared + epsilon)
+    return -roots.sqrt(squared + epsilon, positive=True)
 
 
 def _nearest_from_differences(x, codebook, weights, squared):

@@ -6,6 +6,9 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_relrec.ops import micro_forms
+from keras_relrec.ops import roots
+from keras_relrec.ops.gathering import gather_steps
 from keras_relrec.ops.shapes import axis_size
 
 
@@ -101,7 +104,7 @@ def masked_scale(x, mask=None, epsilon=1e-20, axis=1):
     deviation = zero_masked(x - mean, mask)
     variance = ops.expand_dims(masked_mean(deviation * deviation, mask, axis), axis)
     roundoff = 8.0 * float(np.finfo(keras.backend.standardize_dtype(x.dtype)).eps)
-    return mean, ops.sqrt(variance + epsilon + ops.square(roundoff * mean))
+    return mean, roots.sqrt(variance + epsilon + ops.square(roundoff * mean))
 
 
 def masked_segment_mean(x, mask=None, num_segments=1):
@@ -154,6 +157,8 @@ def masked_softmax(logits, valid, axis=-1):
         return ops.zeros_like(logits)
     valid = ops.cast(valid, "bool")
     zeros = ops.zeros_like(logits)
+    if micro_forms.enabled():
+        return _masked_softmax_builtin(logits, valid, zeros, axis)
     # The valid maximum (−inf for a slice with no valid entry, which the
     # selections below never let through).
     lowest = ops.full_like(logits, float("-inf"))
@@ -166,12 +171,18 @@ def masked_softmax(logits, valid, axis=-1):
     return exp / ops.where(total > 0, total, ops.ones_like(total))
 
 
-def gather_steps(x, indices):
-    """x[b, indices[b, j]] for (batch, steps, ...) `x` and (batch, n) `indices`."""
-    indices = ops.cast(indices, "int32")
-    while len(indices.shape) < len(x.shape):
-        indices = ops.expand_dims(indices, -1)
-    return ops.take_along_axis(x, indices, axis=1)
+def _masked_softmax_builtin(logits, valid, zeros, axis):
+    """`masked_softmax` by the SOFTMAX op, which TFLite Micro runs in int8
+    (its EXP takes float only), with no −inf (an int8 file cannot hold its
+    range): the masked entries read the mean of the valid ones, within their
+    range, and get zero weight after; the weights are then renormalised."""
+    ones = ops.ones_like(logits)
+    weight = ops.where(valid, ones, zeros)
+    count = ops.sum(weight, axis=axis, keepdims=True)
+    fill = ops.sum(ops.where(valid, logits, zeros), axis=axis, keepdims=True) / ops.maximum(count, 1.0)
+    kept = ops.softmax(ops.where(valid, logits, fill), axis=axis) * weight
+    total = ops.sum(kept, axis=axis, keepdims=True)
+    return kept / ops.where(total > 0, total, ops.ones_like(total))
 
 
 def valid_steps_first(x, mask):
@@ -189,6 +200,18 @@ def valid_steps_first(x, mask):
     mask = ops.cast(mask, "bool")
     steps = axis_size(x, 1)
     positions = ops.arange(steps, dtype="int32")[None]
+    if micro_forms.enabled():
+        # No sort: place d takes the step after the d valid steps before
+        # it, the number of steps with at most d valid steps up to them.
+        # Counted in float32 (TFLite Micro's CUMSUM and SUM take no int32),
+        # whole numbers compared within 0.5, which an int8 file's rounding
+        # cannot cross (below 255 steps).
+        counts = ops.cumsum(ops.cast(mask, "float32"), axis=1)  # (batch, steps)
+        place = ops.cast(positions, "float32")  # (1, steps)
+        sources = ops.sum(ops.cast(counts[:, None, :] < ops.transpose(place) + 0.5, "float32"), axis=-1)
+        valid = counts[:, -1:]
+        front = gather_steps(zero_masked(x, mask), ops.minimum(sources, float(steps - 1)))
+        return zero_masked(front, place < valid - 0.5), ops.cast(ops.round(valid[:, 0]), "int32")
     # Distinct keys, so that the order of the sort is defined on every
     # backend: a valid step keeps its position, a masked one goes after all.
     keys = ops.where(mask, positions, positions + steps)
@@ -201,5 +224,6 @@ def valid_steps_back(y, mask):
     every valid step gets the output of its place among the valid steps,
     a masked step zeros."""
     mask = ops.cast(mask, "bool")
-    rank = ops.maximum(ops.cumsum(ops.cast(mask, "int32"), axis=1) - 1, 0)
+    # Counted in float32 (exact to 2^24 steps): TFLite Micro's CUMSUM takes no int32.
+    rank = ops.maximum(ops.cumsum(ops.cast(mask, "float32"), axis=1) - 1.0, 0.0)
     return zero_masked(gather_steps(y, rank), mask)

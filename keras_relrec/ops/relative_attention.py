@@ -8,6 +8,7 @@ is M + i − j; the key is in the future when that is negative.
 
 from keras import ops
 
+from keras_relrec.ops.gathering import take_along_last_axis
 from keras_relrec.ops.shapes import axis_size
 from keras_relrec.utils.dtypes import at_least_float32
 
@@ -73,7 +74,7 @@ def gather_relative_scores(scores, distances):
     """
     table = scores.shape[-1]
     columns = (table - 1) - ops.clip(ops.cast(distances, "int32"), 0, table - 1)
-    return ops.take_along_axis(scores, columns[:, None], axis=-1)
+    return take_along_last_axis(scores, columns[:, None])
 
 
 def relative_attention_mask(queries, memory_length, key_valid=None, window=None):

@@ -142,6 +142,8 @@ LSTM_BAD_KWARGS = [
     ({"recurrent_dropout": -0.1}, "recurrent_dropout"),
     ({"use_bias": 1}, "use_bias"),
     ({"seed": "one"}, "seed"),
+    ({"cell_clip": 0.0}, "cell_clip"),
+    ({"cell_clip": "3"}, "cell_clip"),
 ]
 
 ENTRIES = [

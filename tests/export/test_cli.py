@@ -65,12 +65,15 @@ def calibration_file(folder, model):
     return folder / "calibration.npz"
 
 
-@pytest.mark.parametrize("model", ["ok.keras", "two_inputs.keras"])
-def test_export_quantized_with_calibration(saved, capsys, tmp_path, model):
-    out_path = tmp_path / "int8.tflite"
+@pytest.mark.parametrize("model, quantize", [("ok.keras", "int8"), ("two_inputs.keras", "int8"),
+                                             ("ok.keras", "int16x8")])
+def test_export_quantized_with_calibration(saved, capsys, tmp_path, model, quantize):
+    out_path = tmp_path / f"{quantize}.tflite"
+    # 16x8 quantizes a recurrent model's step (its calibrator sees no loop).
+    streaming = ["--streaming"] if quantize == "int16x8" else []
     code, out, err = run(
-        ["export", str(saved / model), "--tflite", str(out_path), "--quantize", "int8",
-         "--calibration", str(calibration_file(tmp_path, model))],
+        ["export", str(saved / model), "--tflite", str(out_path), "--quantize", quantize,
+         "--calibration", str(calibration_file(tmp_path, model)), *streaming],
         capsys,
     )
     assert code == 0, err
@@ -84,6 +87,7 @@ def test_export_quantized_with_calibration(saved, capsys, tmp_path, model):
         (["inspect", "missing.tflite"], "no such file: missing.tflite"),
         (["export", "{saved}/pooled.keras", "--tflite", "{saved}/x.tflite", "--streaming"], "layer 'pool'"),
         (["export", "{saved}/ok.keras", "--tflite", "{saved}/x.tflite", "--quantize", "int8"], "--calibration"),
+        (["export", "{saved}/ok.keras", "--tflite", "{saved}/x.tflite", "--quantize", "int16x8"], "--calibration"),
         (["export", "{saved}/ok.keras"], "nothing to do"),
         (["export", "{saved}/odd.keras", "--tflite", "{saved}/x.tflite"], "layer 'odd_math' (Erfinv)"),
         (["inspect", "{saved}/ok.keras"], "not a readable .tflite file"),

@@ -118,6 +118,79 @@ def test_int8_drift_over_1000_steps(integer_files):
     assert (int8.argmax(-1) == reference.argmax(-1))[clear].mean() > 0.95
 
 
+@pytest.fixture(scope="module")
+def int16x8_file(tmp_path_factory, integer_files):
+    """The speaker model's step in TFLite's 16x8 mode for TFLM: int16
+    frames, probabilities and states, int8 weights."""
+    model = integer_files[0]
+    path = tmp_path_factory.mktemp("int16x8") / "micro.tflite"
+    summary = export_tflite(model, path, streaming=True, quantize="int16x8",
+                            representative_data=stream(20, batch=32, seed=1), target="micro")
+    return path, summary
+
+
+def test_16x8_step_keeps_int16_states_and_follows_keras(integer_files, int16x8_file):
+    """Every input, output and state is int16 (symmetric: zero point 0); in
+    LiteRT and in TFLM, frame by frame and across a padded frame, the
+    probabilities stay within 0.002 of Keras' (int8: 0.05)."""
+    model = integer_files[0]
+    path, summary = int16x8_file
+    step = summary["signatures"]["step"]
+    assert {dtype for side in step.values() for _, dtype in side.values()} == {"int16"}
+    params = summary["quantization"]["step"]
+    assert all(q["zero_point"] == 0 for side in params.values() for q in side.values())
+    for name in params["inputs"]:
+        if name != "frames":  # the same parameters, to the converter's rounding
+            assert params["inputs"][name]["scale"] == pytest.approx(params["outputs"][name]["scale"], rel=1e-6), name
+    states, _ = micro.read_initial_state(path)
+    assert all(value.dtype == np.int16 and not value.any() for value in states.values())
+    x = stream(24, seed=2)
+    x[:, 5] = 0.0  # a padded frame keeps the states
+    want = keras_per_step(model, x)
+    lite = Streamer(path).run(x)
+    tflm = micro.MicroStreamer(path, arena_size=4 * summary["micro"]["arena_bytes"]).run(x)
+    assert all(tflm[name].dtype == np.int16 for name in states)
+    np.testing.assert_allclose(lite, want, atol=0.002)
+    np.testing.assert_allclose(tflm["output"], lite, atol=params["outputs"]["output"]["scale"] * 2.01)
+
+
+def test_16x8_drifts_less_than_int8_over_1000_steps(integer_files, int16x8_file):
+    """Fed 1,000 frames without a reset, the 16x8 file stays closer to
+    float32 than the int8 file, and gives float32's answer wherever that is
+    clear."""
+    _, folder, _, float_path = integer_files
+    x = stream(1000, seed=3)
+    reference = Streamer(float_path).run(x)
+    errors = {name: np.abs(Streamer(path).run(x) - reference).max(-1)[0]
+              for name, path in (("int8", folder / "micro.tflite"), ("16x8", int16x8_file[0]))}
+    assert errors["16x8"].max() < 0.01 and errors["16x8"].mean() < errors["int8"].mean() / 5, errors
+    top = np.sort(reference, -1)
+    clear = top[..., -1] - top[..., -2] > 0.05
+    answers = Streamer(int16x8_file[0]).run(x).argmax(-1)
+    assert (answers == reference.argmax(-1))[clear].mean() > 0.99
+
+
+def test_16x8_of_a_recurrent_loop_says_to_export_the_step(tmp_path):
+    with pytest.raises(ExportError, match=r"16x8 calibrator records no ranges inside a recurrent loop \(WHILE\): "
+                                          r"export streaming=True"):
+        export_tflite(speaker_model(), tmp_path / "loop.tflite", quantize="int16x8",
+                      representative_data=stream(8, batch=4, seed=1))
+
+
+def test_16x8_masks_are_numbers(tmp_path):
+    """16x8 quantizes no comparison and TFLM runs no int16 REDUCE_MAX: the
+    mask of padding is computed as a number (sums and tanhs) and the states
+    kept by arithmetic; the float32 file keeps its comparisons."""
+    model = speaker_model()
+    calibration = stream(8, batch=4, seed=1)
+    ops16 = export_tflite(model, tmp_path / "a.tflite", streaming=True, quantize="int16x8",
+                          representative_data=calibration, target="micro")["ops"]
+    assert not {"GREATER", "REDUCE_MAX", "SELECT_V2", "NOT_EQUAL"} & set(ops16), ops16
+    assert "TANH" in ops16
+    ops32 = export_tflite(model, tmp_path / "b.tflite", streaming=True, target="micro")["ops"]
+    assert "REDUCE_MAX" in ops32
+
+
 def test_streamer_gives_what_the_signature_runner_gives(tmp_path):
     model = speaker_model()
     path = tmp_path / "step.tflite"

@@ -16,10 +16,8 @@ from keras_relrec.export import micro
 from keras_relrec.export import run_sequence
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.layers import CoupledLSTMCell
-from keras_relrec.layers import LocalRecurrence
 from keras_relrec.layers import PeepholeLSTMCell
 from keras_relrec.layers import RelationalMemoryCell
-from keras_relrec.layers import SegmentCacheTransformer
 from keras_relrec.layers import TransformerXL
 
 ATOL = 1e-5
@@ -102,49 +100,34 @@ def test_the_arena_reported_is_the_smallest_that_runs(tmp_path):
 
 
 def test_an_op_tflite_micro_lacks_fails_the_export_naming_op_and_layer(tmp_path):
-    inputs = keras.Input((4,), dtype="int32", name="tokens")
-    backbone = TransformerXL(num_layers=1, num_heads=1, head_size=4, hidden_dim=4, intermediate_dim=4,
-                             segment_len=2, mem_len=2, vocabulary_size=5, name="backbone")
-    model = keras.Model(inputs, backbone(inputs))
-    path = tmp_path / "txl.tflite"
-    with pytest.raises(ExportError, match=r"layer 'backbone' \(TransformerXL\) needs the op \w+, which "
+    inputs = keras.Input((4, 3), name="sequence")
+    ranked = keras.layers.Lambda(lambda x: keras.ops.top_k(x, 2)[0], name="ranks")(inputs)
+    model = keras.Model(inputs, ranked)
+    path = tmp_path / "ranks.tflite"
+    with pytest.raises(ExportError, match=r"^layer 'ranks' \(Lambda\) needs the op TOPK_V2, which "
                                           "TensorFlow Lite for Microcontrollers lacks; export for "
                                           "target='litert', which runs every builtin op$"):
         export_tflite(model, path, target="micro")
     assert not path.exists()
     # The same model's LiteRT file is fine; `compatibility` says TFLM's no,
-    # naming the op it stops at (one it lacks, or one it runs only with
-    # fixed shapes).
+    # naming the op it stops at.
     export_tflite(model, path)
     verdict = micro.compatibility(path.read_bytes())
-    assert not verdict["runs"] and re.search(r"the op [A-Z_0-9]+", verdict["reason"]), verdict
+    assert not verdict["runs"] and re.search(r"the op TOPK_V2", verdict["reason"]), verdict
 
 
-LACKS = r"needs the op {op}, which TensorFlow Lite for Microcontrollers lacks; "
-
-
-def test_a_sort_behind_a_mask_says_to_give_the_layer_no_mask(tmp_path):
-    inputs = keras.Input((6, 3), name="sequence")
-    local = LocalRecurrence(keras.layers.GRUCell(4), window_size=3, name="local")
-    model = keras.Model(inputs, local(keras.layers.Masking(0.0)(inputs)))
-    with pytest.raises(ExportError, match=r"^layer 'local' \(LocalRecurrence\) " + LACKS.format(op="TOPK_V2")
-                       + r"the layer sorts the valid steps of its mask to the front with it: give it no mask "
-                       r"\(no Masking or mask_zero before it, so that padding counts as steps\), or export for "
-                       r"target='litert'$"):
-        export_tflite(model, tmp_path / "local.tflite", target="micro", streaming=True)
-
-
-def test_the_segment_cache_recall_says_to_use_a_fifo_memory(tmp_path):
-    inputs = keras.Input((6, 4), name="features")
-    cache = SegmentCacheTransformer(num_layers=1, num_heads=1, head_size=4, hidden_dim=4, intermediate_dim=4,
-                                    segment_len=3, num_slots=2, top_k=1, name="cache")
-    model = keras.Model(inputs, cache(inputs))
-    with pytest.raises(ExportError, match=r"^layer 'cache' \(SegmentCacheTransformer\) "
-                       + LACKS.format(op="TOPK_V2") + r"it is the segment cache's recall of its top_k segments: "
-                       r"use TransformerXL\(mem_len=\.\.\.\) \(SegmentRecurrence with memory=FifoMemory\) "
-                       r"instead, or "
-                       r"export for target='litert'$"):
-        export_tflite(model, tmp_path / "cache.tflite", target="micro", streaming=True)
+def test_token_ids_run_whole_sequences_in_tflite_micro(tmp_path):
+    """Transformer-XL on token ids in sequence mode (the contract streams
+    them): the embedding as a one-hot product, no SELECT."""
+    inputs = keras.Input((4,), dtype="int32", name="tokens")
+    backbone = TransformerXL(num_layers=1, num_heads=1, head_size=4, hidden_dim=4, intermediate_dim=4,
+                             segment_len=2, mem_len=2, vocabulary_size=5)
+    model = keras.Model(inputs, backbone(inputs))
+    path = tmp_path / "txl.tflite"
+    summary = export_tflite(model, path, target="micro")
+    assert "SELECT" not in summary["ops"] and "GATHER" not in summary["ops"], summary["ops"]
+    ids = np.array([[1, 4, 0, 2]], "int32")
+    np.testing.assert_allclose(micro.run_sequence(path, ids)["output"], model.predict(ids, verbose=0), atol=ATOL)
 
 
 def test_the_command_line_exports_for_micro_and_inspect_reports_it(tmp_path):

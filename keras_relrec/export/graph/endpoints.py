@@ -111,7 +111,7 @@ def _builtin_swap(op):
     def masking(sequences, mask, kwargs):
         kept = tf.not_equal(sequences, tf.cast(op.mask_value, sequences.dtype))
         keep = recurrent_loop.reduce_any(kept, -1, keepdims=True)
-        outputs = tf.where(keep, sequences, tf.zeros_like(sequences))
+        outputs = recurrent_loop.keep_valid(keep, sequences)
         keras_internals.set_keras_mask(outputs, tf.squeeze(keep, -1))
         return outputs
 

@@ -13,6 +13,9 @@ zeros with `zero_output_for_mask=True`).
 from given states, for the streaming signatures, with the helpers here.
 """
 
+import contextlib
+import contextvars
+
 import keras
 import tensorflow as tf
 from keras import tree
@@ -34,20 +37,60 @@ def initial_state(layer, batch_size):
     return tree.flatten(layer.get_initial_state(batch_size))
 
 
+# Whether masks are traced as numbers (`arithmetic_masks`).
+_ARITHMETIC = contextvars.ContextVar("arithmetic_masks", default=False)
+# tanh(this · tanh(Σ|a − b|)) is 1 (to float32) for a frame that differs
+# from the mask value by 1e-3 in sum or more. Tanhs, not a minimum at 1:
+# their int16 outputs keep a fixed scale, where 1 at the scale of a large
+# product rounds to 0; and two of them, since TFLite's int16 TANH
+# overflows on inputs beyond about 1e5 (the inner one takes the sum as it
+# is, the outer one at most this).
+_DIFFERS = 1e4
+
+
+def _numeric_any(total):
+    """1 where a non-negative `total` is 1e-3 or more, 0 where it is 0."""
+    return tf.tanh(tf.tanh(total) * _DIFFERS)
+
+
+@contextlib.contextmanager
+def arithmetic_masks():
+    """Within it, masks of padding are traced as numbers, 1 for a valid
+    step and 0 for padding, and a masked step keeps the states by
+    arithmetic (old + m · (new − old)): TFLite's 16x8 quantizer has no
+    comparison, and TFLite Micro no int16 REDUCE_MAX. A frame that differs
+    from the mask value by less than 1e-3 in sum counts in part, and one
+    that differs by more than 1e5 overflows TFLite's int16 TANH."""
+    token = _ARITHMETIC.set(True)
+    try:
+        yield
+    finally:
+        _ARITHMETIC.reset(token)
+
+
 def reduce_any(values, axis, keepdims=False):
     """`reduce_any` as a reduce-max: TFLite Micro has REDUCE_MAX, not
     REDUCE_ANY. Of a comparison `a != b` (a mask of padding), the max of
-    |a − b|, which an int8 file computes in int8; of anything else, the max
-    of the values as numbers."""
+    |a − b|, which an int8 file computes in int8 (within
+    `arithmetic_masks`: 1 or 0 from Σ|a − b|, as a number); of anything
+    else, the max of the values as numbers."""
     op = getattr(values, "op", None)
     if op is not None and op.type == "NotEqual" and not op.inputs[0].dtype.is_bool:
         a, b = op.inputs
+        if _ARITHMETIC.get():
+            return _numeric_any(tf.reduce_sum(tf.abs(a - b), axis=axis, keepdims=keepdims))
         return tf.reduce_max(tf.abs(a - b), axis=axis, keepdims=keepdims) > 0
     return tf.reduce_max(tf.cast(tf.cast(values, tf.bool), tf.float32), axis=axis, keepdims=keepdims) > 0
 
 
 def step_mask(mask):
-    """A (batch, time) boolean mask from a Keras mask of rank 2 or more."""
+    """A (batch, time) mask from a Keras mask of rank 2 or more: boolean,
+    or within `arithmetic_masks` 0/1 numbers."""
+    if _ARITHMETIC.get():
+        mask = tf.cast(mask, tf.float32)
+        if mask.shape.rank > 2:
+            mask = _numeric_any(tf.reduce_sum(mask, axis=list(range(2, mask.shape.rank))))
+        return mask
     mask = tf.cast(mask, tf.bool)
     if mask.shape.rank > 2:
         mask = reduce_any(mask, axis=list(range(2, mask.shape.rank)))
@@ -55,9 +98,20 @@ def step_mask(mask):
 
 
 def where(mask_t, new, old):
-    """`new` where the step is valid, `old` where it is masked."""
+    """`new` where the step is valid, `old` where it is masked; a numeric
+    mask (`arithmetic_masks`) blends them."""
     mask_t = tf.reshape(mask_t, [-1] + [1] * (new.shape.rank - 1))
+    if mask_t.dtype.is_floating:
+        return old + tf.cast(mask_t, new.dtype) * (new - old)
     return tf.where(mask_t, new, old)
+
+
+def keep_valid(mask, sequences):
+    """`sequences` with zeros where the (batch, time, 1) mask is false (or,
+    as numbers, 0)."""
+    if mask.dtype.is_floating:
+        return sequences * tf.cast(mask, sequences.dtype)
+    return tf.where(mask, sequences, tf.zeros_like(sequences))
 
 
 def call_cell(layer, x_t, states):
@@ -114,7 +168,10 @@ def sequence(layer, sequences, mask=None, states=None, unroll=False):
         # Gathered as numbers: TFLite Micro's GATHER takes no booleans (and
         # its STRIDED_SLICE no step index). A select, which the converter
         # does not fold back into the boolean as it folds a cast.
-        mask = tf.where(mask, tf.ones_like(mask, tf.float32), tf.zeros_like(mask, tf.float32))
+        if not mask.dtype.is_floating:
+            mask = tf.where(mask, tf.ones_like(mask, tf.float32), tf.zeros_like(mask, tf.float32))
+    # Within `arithmetic_masks` the step blends by the mask's value.
+    valid = (lambda m: m) if _ARITHMETIC.get() else (lambda m: m > 0.5)
 
     def step(x_t, mask_t, last, states):
         output, new_states = call_cell(layer, x_t, list(states))
@@ -130,12 +187,12 @@ def sequence(layer, sequences, mask=None, states=None, unroll=False):
         # cannot run a WHILE (GPU, NPU).
         outputs = []
         for t in range(steps):
-            last, states = step(sequences[:, t], None if mask is None else mask[:, t] > 0.5, last, states)
+            last, states = step(sequences[:, t], None if mask is None else valid(mask[:, t]), last, states)
             outputs.append(last)
         return _finish(layer, tf.stack(outputs, 1) if layer.return_sequences else last, states)
 
     def body(t, last, buffer, *states):
-        mask_t = None if mask is None else tf.gather(mask, t, axis=1) > 0.5
+        mask_t = None if mask is None else valid(tf.gather(mask, t, axis=1))
         output, new_states = step(tf.gather(sequences, t, axis=1), mask_t, last, states)
         if layer.return_sequences:
             buffer = dynamic_update_slice(

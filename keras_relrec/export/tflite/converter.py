@@ -8,6 +8,7 @@ quantized variants.
 (`targets`) → write.
 """
 
+import contextlib
 import pathlib
 import tempfile
 
@@ -17,6 +18,7 @@ import tensorflow as tf
 from keras_relrec.export import tensorflow_internals
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.graph import endpoints
+from keras_relrec.export.graph import recurrent_loop
 from keras_relrec.export.graph.export_plan import plan_export
 from keras_relrec.export.runtime import tflite_inspect
 from keras_relrec.export.tflite import calibration
@@ -29,7 +31,10 @@ from keras_relrec.export.tflite.targets import TARGETS
 from keras_relrec.utils import atomic_files
 from keras_relrec.utils import validation
 
-QUANTIZE_MODES = (None, "float16", "dynamic_int8", "int8")
+QUANTIZE_MODES = (None, "float16", "dynamic_int8", "int8", "int16x8")
+# The modes whose activation ranges are calibrated on representative data,
+# and the integer type of their activations.
+CALIBRATED = {"int8": tf.int8, "int16x8": tf.int16}
 
 
 def export_tflite(
@@ -85,11 +90,15 @@ def export_tflite(
         path: The `.tflite` file to write.
         streaming: Whether to export the streaming signatures.
         quantize: `None` (float32), `"float16"` (float16 weights),
-            `"dynamic_int8"` (int8 weights, float activations) or `"int8"`
+            `"dynamic_int8"` (int8 weights, float activations), `"int8"`
             (int8 weights and activations where the ops allow, calibrated on
-            `representative_data`; other ops stay float).
-        representative_data: For `"int8"`: input sequences (examples,
-            time, ...) as an array, or an iterable of such batches; for a
+            `representative_data`; other ops stay float) or `"int16x8"`
+            (TFLite's 16x8 mode: int8 weights, int16 activations and
+            states, calibrated likewise; 256 times finer activations than
+            int8, for recurrent states that must not drift).
+        representative_data: For `"int8"` and `"int16x8"`: input
+            sequences (examples, time, ...) as an array, or an iterable of
+            such batches; for a
             model of several inputs, a dict {input name: array} or a list of
             arrays in the order of the model's inputs.
         dynamic_length: Whether the time axis of `serve`'s inputs is
@@ -102,9 +111,10 @@ def export_tflite(
         length: The fixed length of `serve`'s sequences (sequence mode
             only; it makes the length fixed for target "litert" too);
             default the model's where the length is fixed.
-        integer_io: With `quantize="int8"`, whether inputs, outputs and
-            states are int8 too and every op integer (fully integer; the
-            scale and zero point of each are in the summary's
+        integer_io: With `quantize="int8"` (`"int16x8"`), whether inputs,
+            outputs and states are int8 (int16) too and the ops integer
+            where the quantizer allows (fully integer; the scale and zero
+            point of each input, output and state are in the summary's
             `quantization`); default True for targets "micro" and
             "accelerator", False for "litert".
         runtime: The oldest TensorFlow Lite runtime the file must run in,
@@ -126,9 +136,9 @@ def export_tflite(
             f"Argument `quantize` must be one of {QUANTIZE_MODES}; received "
             f"quantize={quantize!r}."
         )
-    if (quantize == "int8") != (representative_data is not None):
+    if (quantize in CALIBRATED) != (representative_data is not None):
         raise ValueError(
-            "Argument `representative_data` is needed for quantize='int8' and only "
+            "Argument `representative_data` is needed for quantize='int8' or 'int16x8' and only "
             f"then; received quantize={quantize!r} and representative_data "
             f"{'given' if representative_data is not None else 'None'}."
         )
@@ -140,9 +150,9 @@ def export_tflite(
     dynamic_length, integer_io = (None if value is None else validation.check_bool(name, value)
                                   for name, value in (("dynamic_length", dynamic_length), ("integer_io", integer_io)))
     if integer_io is None:
-        integer_io = quantize == "int8" and fixed
-    if integer_io and quantize != "int8":
-        raise ValueError(f"Argument `integer_io` needs quantize='int8'; received quantize={quantize!r}.")
+        integer_io = quantize in CALIBRATED and fixed
+    if integer_io and quantize not in CALIBRATED:
+        raise ValueError(f"Argument `integer_io` needs quantize='int8' or 'int16x8'; received quantize={quantize!r}.")
     if runtime is not None and not _is_version(runtime):
         raise ValueError(f"Argument `runtime` must be a version such as '2.14'; received runtime={runtime!r}.")
     if fixed and batch_size is None:
@@ -170,10 +180,12 @@ def export_tflite(
     elif not dynamic_length:
         _require_fixed_length(plan, length, f"target={target.name!r}" if fixed else "dynamic_length=False")
     dataset = None
-    if quantize == "int8":
+    if quantize in CALIBRATED:
         dataset = calibration.representative_dataset(model, plan, representative_data, streaming, batch_size, fixed,
                                                      fixed_length=not dynamic_length, length=length)
-    with tempfile.TemporaryDirectory() as folder:
+    # 16x8 quantizes no comparison: masks as numbers.
+    masks = recurrent_loop.arithmetic_masks() if quantize == "int16x8" else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory() as folder, target.tracing(), masks:
         archive = endpoints.new_archive(model)
         keys = endpoints.add_endpoints(
             archive,
@@ -189,9 +201,14 @@ def export_tflite(
         )
         archive.write_out(folder, verbose=False)
         converter = tf.lite.TFLiteConverter.from_saved_model(folder, signature_keys=keys)
-        converter.target_spec.supported_ops = [
-            tf.lite.OpsSet.TFLITE_BUILTINS_INT8 if integer_io else tf.lite.OpsSet.TFLITE_BUILTINS
-        ]
+        integer_ops = (tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+                       if quantize == "int16x8" else tf.lite.OpsSet.TFLITE_BUILTINS_INT8)
+        converter.target_spec.supported_ops = (
+            [integer_ops] if integer_io
+            # 16x8 where the ops allow, float elsewhere.
+            else [integer_ops, tf.lite.OpsSet.TFLITE_BUILTINS] if quantize == "int16x8"
+            else [tf.lite.OpsSet.TFLITE_BUILTINS]
+        )
         if quantize is not None:
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantize == "float16":
@@ -199,14 +216,18 @@ def export_tflite(
         if dataset is not None:
             converter.representative_dataset = dataset
         if integer_io:
-            converter.inference_input_type = converter.inference_output_type = tf.int8
+            converter.inference_input_type = converter.inference_output_type = CALIBRATED[quantize]
         if runtime is not None:
             # Per-channel weights need FULLY_CONNECTED version 12 (2.17).
             tensorflow_internals.quantize_dense_weights_per_tensor(converter)
         try:
             content = converter.convert()
         except Exception as error:  # the converter raises several types
-            raise ExportError(_conversion_reason(plan, error)) from None
+            reason = _conversion_reason(plan, error)
+            if quantize == "int16x8" and "recorded during calibration" in str(error):
+                reason += ("; the 16x8 calibrator records no ranges inside a recurrent loop (WHILE): export "
+                           "streaming=True, whose step has no loop, or target='accelerator', which unrolls it")
+            raise ExportError(reason) from None
     custom = tflite_inspect.custom_ops(content)
     if custom:
         raise ExportError(f"the converted model needs non-builtin ops {custom}")
@@ -233,7 +254,9 @@ def export_tflite(
         states = endpoints.initial_state_fn(plan)(tf.constant(batch_size))
         states = {name: value.numpy() for name, value in states.items()}
         params = summary["quantization"].get("step", {}).get("inputs", {})
-        states = {name: quantization.quantize(value, (params[name]["scale"], params[name]["zero_point"]))
+        step_inputs = summary["signatures"]["step"]["inputs"]
+        states = {name: quantization.quantize(value, (params[name]["scale"], params[name]["zero_point"]),
+                                              np.dtype(step_inputs[name][1]))
                   if name in params else value for name, value in states.items()}
         sidecar = initial_state_file.write_initial_state(path, content, states, plan.chunk_length)
         summary["initial_state"] = str(sidecar)

@@ -1,8 +1,7 @@
 """The micro target's check of a converted file: whether it runs in
 TensorFlow Lite for Microcontrollers (TFLM) and the tensor arena it needs,
 found in the `tflite-micro` interpreter (extra `[micro]`), the same C++
-runtime that runs on the chip. An op TFLM lacks is named with its layer and
-what to change.
+runtime that runs on the chip. An op TFLM lacks is named with its layer.
 """
 
 import json
@@ -16,7 +15,6 @@ from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.graph import model_graph
 from keras_relrec.export.runtime import micro_probe
 from keras_relrec.export.runtime import tflite_inspect
-from keras_relrec.layers.transformer_xl.segment_recurrence import SegmentRecurrence
 
 
 def missing_ops(message):
@@ -35,24 +33,9 @@ def _refusal(content, message, plan):
     layer = plan.layer_in_scope(names) if plan is not None else None
     where = model_graph.describe(layer)
     if missing:
-        return (f"{where} needs the op {op}, which TensorFlow Lite for Microcontrollers lacks; "
-                f"{_without(op, names, layer)}")
+        return (f"{where} needs the op {op}, which TensorFlow Lite for Microcontrollers lacks; export for "
+                "target='litert', which runs every builtin op")
     return f"{where} uses the op {op} in a way TensorFlow Lite for Microcontrollers does not run: {message}"
-
-
-def _without(op, names, layer):
-    """What to change so that the file needs no `op`: for the ops that this
-    package's layers are known to need, the option that avoids it; `names`,
-    the op's output tensors, tell where it comes from."""
-    # TensorFlow's argsort is a top-k, in its own name scope:
-    # `ops.valid_steps_first` sorts a mask's valid steps to the front.
-    if op == "TOPK_V2" and "argsort/" in names:
-        return ("the layer sorts the valid steps of its mask to the front with it: give it no mask (no Masking "
-                "or mask_zero before it, so that padding counts as steps), or export for target='litert'")
-    if op == "TOPK_V2" and isinstance(layer, SegmentRecurrence):
-        return ("it is the segment cache's recall of its top_k segments: use TransformerXL(mem_len=...) "
-                "(SegmentRecurrence with memory=FifoMemory) instead, or export for target='litert'")
-    return "export for target='litert', which runs every builtin op"
 
 
 def check(content, plan=None):

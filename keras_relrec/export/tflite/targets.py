@@ -6,9 +6,12 @@ what is checked of the converted file before it is written. `export_tflite`
 reads: validate → plan → trace → convert → `target.check` → write.
 """
 
+import contextlib
+
 from keras_relrec.export.export_error import ExportError
 from keras_relrec.export.tflite import accelerator
 from keras_relrec.export.tflite import micro_check
+from keras_relrec.ops import micro_forms
 
 
 class Target:
@@ -27,6 +30,11 @@ class Target:
     name = "litert"
     fixed = False
     unroll = False
+
+    def tracing(self):
+        """The context the model is traced and converted in: the ops the
+        layers choose where the target's runtime lacks some."""
+        return contextlib.nullcontext()
 
     def check(self, content, plan, integer_io):
         """Checks the converted file `content` (bytes) of the model of
@@ -50,6 +58,9 @@ class MicroTarget(Target):
 
     name = "micro"
     fixed = True
+
+    def tracing(self):
+        return micro_forms.tracing()
 
     def check(self, content, plan, integer_io):
         del integer_io

@@ -8,6 +8,7 @@ from keras_relrec.layers.local_recurrence.local_recurrence import LocalRecurrenc
 from keras_relrec.layers.local_recurrence.local_recurrence import map_chunks
 from keras_relrec.ops import axis_size
 from keras_relrec.ops import merge_heads
+from keras_relrec.ops import roots
 from keras_relrec.ops import scaled_dot_product_attention
 from keras_relrec.ops import split_heads
 from keras_relrec.ops import zero_masked
@@ -295,9 +296,7 @@ class UnbiasedLayerNorm(keras.layers.Layer):
         x32 = ops.cast(x, dtype)
         centred = x32 - ops.mean(x32, axis=-1, keepdims=True)
         variance = ops.sum(ops.square(centred), axis=-1, keepdims=True) / (x.shape[-1] - 1)
-        # sqrt's gradient is infinite at 0 (a constant row, e.g. padding):
-        # selected away there, so that it cannot become NaN.
-        positive = variance > 0
-        std = ops.where(positive, ops.sqrt(ops.where(positive, variance, ops.ones_like(variance))), 0.0)
+        # 0 for a constant row (e.g. padding), with a finite gradient.
+        std = roots.sqrt(variance)
         normed = centred / (std + self.epsilon)
         return ops.cast(normed * ops.cast(self.gamma, dtype) + ops.cast(self.beta, dtype), x.dtype)

@@ -40,7 +40,7 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
     ```
     f   = σ(z_f + p_f ⊙ c_{t-1})
     i   = σ(z_i + p_i ⊙ c_{t-1})        or  1 − f  without an "i" block
-    c_t = f ⊙ c_{t-1} + i ⊙ g(z_c)
+    c_t = f ⊙ c_{t-1} + i ⊙ g(z_c)      clipped to [−cell_clip, cell_clip] with a cell_clip
     o   = σ(z_o + p_o ⊙ c_t)
     h_t = o ⊙ g(c_t)
     ```
@@ -79,6 +79,7 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
         dropout=0.0,
         recurrent_dropout=0.0,
         seed=None,
+        cell_clip=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -95,6 +96,7 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
             "recurrent_dropout", recurrent_dropout
         )
         validation.check_seed(seed)
+        self.cell_clip = None if cell_clip is None else validation.check_positive_float("cell_clip", cell_clip)
         self.activation = activations.get(activation)
         self.recurrent_activation = activations.get(recurrent_activation)
 
@@ -177,7 +179,7 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
         if self.use_bias:
             z = z + self.bias
         z = dict(zip(self.GATES, ops.split(z, len(self.GATES), axis=-1)))
-        return lstm_update(self, z, c_tm1, self._peephole_gates())
+        return lstm_update(self, z, c_tm1, self._peephole_gates(), self.cell_clip)
 
     def get_initial_state(self, batch_size=None):
         return [
@@ -230,6 +232,7 @@ class LSTMFamilyCell(keras.layers.Layer, DropoutRNNCell):
             "dropout": self.dropout,
             "recurrent_dropout": self.recurrent_dropout,
             "seed": self.seed,
+            "cell_clip": self.cell_clip,
         }
         return {**super().get_config(), **config}
 
@@ -267,11 +270,12 @@ def dropped_step_inputs(cell, inputs, states, training):
     return inputs, h_tm1, c_tm1
 
 
-def lstm_update(cell, z, c_tm1, peephole_gates):
+def lstm_update(cell, z, c_tm1, peephole_gates, cell_clip=None):
     """`(h_t, [h_t, c_t])` from the gate pre-activations `z`, a dict of
     blocks by gate ("i", "f", "c", "o"; without "i", i = 1 − f): the
     equations of `LSTMFamilyCell`, for blocks of any shape. The gates in
-    `peephole_gates` add p ⊙ c, p their peephole weight on `cell`."""
+    `peephole_gates` add p ⊙ c, p their peephole weight on `cell`; with a
+    `cell_clip`, c_t is clipped to [−cell_clip, cell_clip]."""
 
     def gate(name, cell_state):
         pre_activation = z[name]
@@ -282,6 +286,8 @@ def lstm_update(cell, z, c_tm1, peephole_gates):
     f = gate("f", c_tm1)
     i = gate("i", c_tm1) if "i" in z else 1.0 - f
     c = f * c_tm1 + i * cell.activation(z["c"])
+    if cell_clip is not None:
+        c = ops.clip(c, -cell_clip, cell_clip)
     o = gate("o", c)
     h = o * cell.activation(c)
     return h, [h, c]

@@ -17,7 +17,7 @@ class PeepholeLSTMCell(LSTMFamilyCell):
     ```
     i_t = σ(z_i + p_i ⊙ c_{t-1})
     f_t = σ(z_f + p_f ⊙ c_{t-1})
-    c_t = f_t ⊙ c_{t-1} + i_t ⊙ tanh(z_c)
+    c_t = f_t ⊙ c_{t-1} + i_t ⊙ tanh(z_c)    (clipped to ±cell_clip if given)
     o_t = σ(z_o + p_o ⊙ c_t)
     h_t = o_t ⊙ tanh(c_t)
     ```
@@ -52,6 +52,11 @@ class PeepholeLSTMCell(LSTMFamilyCell):
         recurrent_dropout: Fraction in [0, 1) of h_{t-1} dropped in training
             (variational: one mask per sequence).
         seed: Optional int seed of the dropout masks.
+        cell_clip: Optional positive float: c_t is clipped to [−cell_clip,
+            cell_clip] (as in TensorFlow's LSTMCell and TFLite's LSTM). An
+            LSTM whose cell state grows over a long stream needs a bound to
+            be exported in fixed point: an int8 or int16 state holds one
+            range, calibrated in advance. Default None, no clip.
         **kwargs: Base `Layer` arguments (`name`, `dtype`, ...).
 
     Call arguments:

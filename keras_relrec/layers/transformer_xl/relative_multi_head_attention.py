@@ -8,6 +8,7 @@ from keras_relrec.ops import masked_softmax
 from keras_relrec.ops import merge_heads
 from keras_relrec.ops import scaled_dot_product_attention
 from keras_relrec.ops import split_heads
+from keras_relrec.ops import take_along_last_axis
 from keras_relrec.ops import zero_masked
 from keras_relrec.ops.relative_attention import relative_attention_mask
 from keras_relrec.ops.relative_attention import relative_position_encoding
@@ -349,9 +350,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         slots, table = keys.shape[2], position_table.shape[1]
         columns = (table - 1) - ops.clip(ops.cast(distances, "int32"), 0, table - 1)
         position_scores = ops.einsum("bhid,hjd->bhij", query + v, position_table)
-        position_scores = ops.take_along_axis(
-            position_scores, ops.broadcast_to(columns[None, None], ops.shape(position_scores)[:3] + columns.shape[1:]),
-            axis=-1)
+        position_scores = take_along_last_axis(position_scores, columns[None, None])
         scores = ops.concatenate([ops.einsum("bhid,bhjd->bhij", query + u, ops.cast(keys, dtype)),
                                   ops.einsum("bhid,bhjd->bhij", query + u, new_key)], axis=-1)
         weights = masked_softmax((scores + position_scores) * self.head_size**-0.5, visible, axis=-1)

@@ -9,6 +9,8 @@ from keras_relrec.layers.transformer_xl.segment_summary import KINDS
 from keras_relrec.layers.transformer_xl.segment_summary import SegmentSummary
 from keras_relrec.ops import any_valid
 from keras_relrec.ops import masked_softmax
+from keras_relrec.ops import one_hot
+from keras_relrec.ops import top_k_indices
 from keras_relrec.ops.relative_attention import update_memory
 from keras_relrec.utils import validation
 from keras_relrec.utils.dtypes import at_least_float32
@@ -141,9 +143,8 @@ class SegmentCache(MemoryPolicy):
             uniform = keras.random.uniform(ops.shape(ranked), minval=1e-6, maxval=1.0 - 1e-6,
                                            dtype=at_least_float32(ranked.dtype), seed=self.recall_seed_generator)
             ranked = ranked - ops.cast(ops.log(-ops.log(uniform)), ranked.dtype)
-        ranked = ops.where(filled, ranked, ops.full_like(ranked, float("-inf")))
-        _, indices = ops.top_k(ranked, self.top_k)
-        return alpha, indices
+        # Empty slots rank after every filled one.
+        return alpha, top_k_indices(ranked, self.top_k, valid=filled)
 
     def read(self, hidden, mask, states, stack, training):
         """The recalled slots of every layer, their masks, distances and
@@ -153,7 +154,7 @@ class SegmentCache(MemoryPolicy):
         dtype = hidden.dtype
         alpha, indices = self.recall_for(hidden, mask, states, stack, training)
         # Recalled by a one-hot product (batch matmuls: no gather to export).
-        select = ops.one_hot(indices, slots, dtype=dtype)  # (batch, k, N)
+        select = one_hot(indices, slots, dtype)  # (batch, k, N)
         recalled_mask = ops.einsum("bkn,bnl->bkl", ops.cast(select, MASK_DTYPE), ops.cast(slot_mask, MASK_DTYPE))
         recalled_mask = ops.reshape(recalled_mask > 0, (-1, self.top_k * length))
         if self.relevance_weighting:

@@ -15,6 +15,8 @@ from keras_relrec.layers.transformer_xl.relative_multi_head_attention import wri
 from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerXLBlock
 from keras_relrec.ops import any_valid
 from keras_relrec.ops import axis_size
+from keras_relrec.ops import micro_forms
+from keras_relrec.ops import one_hot
 from keras_relrec.ops import zero_masked
 from keras_relrec.utils import state_variables
 from keras_relrec.utils import validation
@@ -439,7 +441,15 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
         else:
             self._check_token_ids(inputs)
             # sqrt(d) as a Python number: it takes the embedding's dtype.
-            hidden = self.embedding(ops.cast(inputs, "int32")) * math.sqrt(self.hidden_dim)
+            ids = ops.cast(inputs, "int32")
+            if micro_forms.enabled():
+                # A one-hot product: Keras' lookup corrects negative ids
+                # with an int32 SELECT, which TFLite Micro has not.
+                table = ops.cast(self.embedding.embeddings, self.compute_dtype)
+                hidden = ops.matmul(one_hot(ids, self.vocabulary_size, self.compute_dtype), table)
+            else:
+                hidden = self.embedding(ids)
+            hidden = hidden * math.sqrt(self.hidden_dim)
         return self.embedding_dropout(hidden, training=training)
 
     def _check_token_ids(self, inputs):

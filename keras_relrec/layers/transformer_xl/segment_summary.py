@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_relrec.ops import masked_mean
+from keras_relrec.ops import micro_forms
 from keras_relrec.ops import zero_masked
 from keras_relrec.utils import initializers
 from keras_relrec.utils import validation
@@ -117,10 +118,27 @@ class SegmentSummary(keras.layers.Layer):
                 return ops.zeros((0, self.units), self.compute_dtype)
             # Masked steps keep the states, so an all-masked row ends at the
             # initial zeros.
+            if mask is not None and micro_forms.enabled():
+                return self._bilstm_steps(hidden, mask)
             return self.maps[0](hidden, mask=mask)
         for layer in self.maps:
             hidden = ops.relu(layer(hidden))
         return masked_mean(hidden, mask)
+
+    def _bilstm_steps(self, hidden, mask):
+        """The BiLSTM's summary step by step from its cells: Keras' loop
+        transposes the mask, a boolean TRANSPOSE that TensorFlow Lite for
+        Microcontrollers does not run. Masked steps keep the states."""
+        bidirectional, length = self.maps[0], hidden.shape[1]
+        last = []
+        for layer, order in ((bidirectional.forward_layer, range(length)),
+                             (bidirectional.backward_layer, range(length - 1, -1, -1))):
+            states = [ops.zeros((ops.shape(hidden)[0], layer.cell.units), hidden.dtype)] * 2
+            for t in order:
+                _, new = layer.cell(hidden[:, t], states)
+                states = [ops.where(mask[:, t, None], n, s) for n, s in zip(new, states)]
+            last.append(states[0])
+        return ops.concatenate(last, axis=-1)
 
     def compute_mask(self, inputs, mask=None):
         return None

@@ -32,10 +32,10 @@ def run_rnn(cell, x, h0, c0):
     return rnn
 
 
-def peephole_lstm_steps(x, h, c, project, p_i, p_f, p_o):
+def peephole_lstm_steps(x, h, c, project, p_i, p_f, p_o, clip=np.inf):
     """Gers & Schmidhuber's step, run over time: i and f see c_{t-1}, o sees
-    c_t; `project(x_t, h)` gives the pre-activations, blocks i, f, c, o on
-    the last axis."""
+    c_t (clipped to ±clip); `project(x_t, h)` gives the pre-activations,
+    blocks i, f, c, o on the last axis."""
     n = h.shape[-1]
     hs = []
     for t in range(x.shape[1]):
@@ -43,26 +43,27 @@ def peephole_lstm_steps(x, h, c, project, p_i, p_f, p_o):
         zi, zf, zc, zo = (z[..., k * n:(k + 1) * n] for k in range(4))
         i = sigmoid(zi + p_i * c)
         f = sigmoid(zf + p_f * c)
-        c = f * c + i * np.tanh(zc)
+        c = np.clip(f * c + i * np.tanh(zc), -clip, clip)
         o = sigmoid(zo + p_o * c)
         h = o * np.tanh(c)
         hs.append(h)
     return np.stack(hs, 1), h, c
 
 
-def peephole_lstm_reference(x, h, c, W, U_, b, p_i, p_f, p_o):
-    return peephole_lstm_steps(x, h, c, lambda x_t, h: x_t @ W + h @ U_ + b, p_i, p_f, p_o)
+def peephole_lstm_reference(x, h, c, W, U_, b, p_i, p_f, p_o, clip=np.inf):
+    return peephole_lstm_steps(x, h, c, lambda x_t, h: x_t @ W + h @ U_ + b, p_i, p_f, p_o, clip)
 
 
-def coupled_lstm_reference(x, h, c, W, U_, b, p_f=0.0, p_o=0.0):
-    """CIFG: c_t = f ⊙ c_{t-1} + (1 − f) ⊙ tanh(z_c). Blocks f, c, o."""
+def coupled_lstm_reference(x, h, c, W, U_, b, p_f=0.0, p_o=0.0, clip=np.inf):
+    """CIFG: c_t = f ⊙ c_{t-1} + (1 − f) ⊙ tanh(z_c), clipped to ±clip.
+    Blocks f, c, o."""
     n = h.shape[-1]
     hs = []
     for t in range(x.shape[1]):
         z = x[:, t] @ W + h @ U_ + b
         zf, zc, zo = (z[:, k * n:(k + 1) * n] for k in range(3))
         f = sigmoid(zf + p_f * c)
-        c = f * c + (1.0 - f) * np.tanh(zc)
+        c = np.clip(f * c + (1.0 - f) * np.tanh(zc), -clip, clip)
         o = sigmoid(zo + p_o * c)
         h = o * np.tanh(c)
         hs.append(h)
@@ -98,6 +99,31 @@ def test_cell_matches_equations(data, make_cell, reference, precision):
     )
     for g, w in zip(got, want):
         precision.assert_close(g, w, atol=ATOL)
+
+
+@pytest.mark.parametrize(
+    "make_cell, reference",
+    [
+        (lambda: PeepholeLSTMCell(U, cell_clip=0.3), peephole_lstm_reference),
+        (lambda: CoupledLSTMCell(U, use_peepholes=True, cell_clip=0.3), coupled_lstm_reference),
+    ],
+    ids=["peephole", "coupled_peepholes"],
+)
+def test_cell_clip_bounds_the_cell_state(data, make_cell, reference, precision):
+    """c_t is clipped before the output gate and tanh read it; the bound
+    binds on these inputs (else the check could not fail)."""
+    rng, x, h0, c0 = (data[0], *map(precision.array, data[1:]))
+    x = x * 4  # cell states beyond the bound
+    cell = make_cell()
+    rnn = run_rnn(cell, x, h0, c0)
+    weights = randomize(cell, rng, precision.dtype)
+    got = rnn(x, initial_state=[h0, c0])
+    args = (x.astype("float64"), h0.astype("float64"), c0.astype("float64"), *weights)
+    want = reference(*args, clip=0.3)
+    for g, w in zip(got, want):
+        precision.assert_close(g, w, atol=ATOL)
+    assert np.abs(np.asarray(got[2])).max() <= 0.3 + 1e-6
+    assert np.abs(reference(*args)[2]).max() > 0.3
 
 
 def test_peephole_lstm_output_gate_sees_new_cell_state(data):

@@ -1,0 +1,32 @@
+"""Whether the graph being traced is for TensorFlow Lite for
+Microcontrollers, whose kernels lack some ops and types that other
+runtimes have (TOPK_V2, GATHER of int64 positions, SELECT of int32).
+
+Within `micro_forms.tracing()` the ops that have a second form choose it:
+`valid_steps_first` compacts by counting instead of a sort, and the gathers
+of `gathering` become one-hot products. Each form gives the same values and
+costs time and memory that grow with the product of the sizes involved,
+which suits a microcontroller's short sequences; the export for
+`target="micro"` traces the model within it.
+"""
+
+import contextlib
+import contextvars
+
+_MICRO = contextvars.ContextVar("micro_forms", default=False)
+
+
+def enabled():
+    """Whether the ops are being traced for TensorFlow Lite for Microcontrollers."""
+    return _MICRO.get()
+
+
+@contextlib.contextmanager
+def tracing():
+    """Within it, the ops take their TensorFlow Lite for Microcontrollers
+    forms."""
+    token = _MICRO.set(True)
+    try:
+        yield
+    finally:
+        _MICRO.reset(token)

@@ -1,0 +1,88 @@
+"""The ops' second forms, taken when a model is traced for TensorFlow Lite
+for Microcontrollers (`micro_forms.tracing()`), give what their usual forms
+give, checked against NumPy: the sort-free compaction of valid steps, the
+one-hot gathers, the top-k by counting and the BiLSTM summary's loop."""
+
+import contextlib
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_relrec.layers import SegmentSummary
+from keras_relrec.ops import gather_steps
+from keras_relrec.ops import micro_forms
+from keras_relrec.ops import take_along_last_axis
+from keras_relrec.ops import top_k_indices
+from keras_relrec.ops import valid_steps_back
+from keras_relrec.ops import valid_steps_first
+
+FORMS = pytest.mark.parametrize("micro", [False, True], ids=["usual", "micro"])
+
+
+def in_form(micro, fn, *args):
+    if not micro:
+        return ops.convert_to_numpy(fn(*args))
+    with micro_forms.tracing():
+        return ops.convert_to_numpy(fn(*args))
+
+
+@FORMS
+def test_valid_steps_first_and_back(micro):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 7, 3)).astype("float32")
+    mask = rng.random((4, 7)) > 0.4
+    mask[0], mask[1] = True, False  # every step valid; none
+    x[~mask] = np.nan  # what padding holds never reaches the front
+    with micro_forms.tracing() if micro else contextlib.nullcontext():
+        front, valid = valid_steps_first(x, mask)
+        back = valid_steps_back(front, mask)
+    front, valid, back = (ops.convert_to_numpy(t) for t in (front, valid, back))
+    for b in range(4):
+        kept = x[b][mask[b]]
+        want = np.concatenate([kept, np.zeros((7 - len(kept), 3), "float32")])
+        np.testing.assert_array_equal(front[b], want)
+        assert valid[b] == mask[b].sum()
+        np.testing.assert_array_equal(back[b], np.where(mask[b][:, None], x[b], 0.0))
+
+
+@FORMS
+def test_gathers(micro):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(3, 6, 2, 2)).astype("float32")
+    indices = rng.integers(0, 6, size=(3, 4)).astype("int32")
+    got = in_form(micro, gather_steps, x, indices)
+    np.testing.assert_array_equal(got, np.stack([x[b, indices[b]] for b in range(3)]))
+    scores = rng.normal(size=(2, 3, 4, 5)).astype("float32")
+    columns = rng.integers(0, 5, size=(2, 1, 4, 6)).astype("int32")
+    got = in_form(micro, take_along_last_axis, scores, columns)
+    np.testing.assert_array_equal(got, np.take_along_axis(scores, np.broadcast_to(columns, (2, 3, 4, 6)), -1))
+
+
+def test_top_k_indices_orders_as_top_k_with_ties_infinities_and_invalid_entries():
+    scores = np.array([[0.5, 2.0, 2.0, -np.inf, 1.0, -np.inf],
+                       [-np.inf, -np.inf, -np.inf, -np.inf, 3.0, -np.inf]], "float32")
+    got = ops.convert_to_numpy(top_k_indices(scores, 4))
+    # Largest first, ties to the lower index (a stable sort of the negation).
+    want = np.argsort(-scores, axis=-1, kind="stable")[:, :4]
+    np.testing.assert_array_equal(got, want)
+    # Invalid entries rank last, as −inf scores do.
+    valid = np.isfinite(scores)
+    finite = np.where(valid, scores, 7.0)
+    np.testing.assert_array_equal(ops.convert_to_numpy(top_k_indices(finite, 4, valid=valid)), want)
+    rng = np.random.default_rng(2)
+    scores = rng.integers(0, 4, size=(5, 9)).astype("float32")
+    np.testing.assert_array_equal(ops.convert_to_numpy(top_k_indices(scores, 9)),
+                                  np.argsort(-scores, axis=-1, kind="stable"))
+
+
+def test_bilstm_summary_steps_as_keras_loop():
+    keras.utils.set_random_seed(3)
+    layer = SegmentSummary(6, kind="bilstm")
+    x = np.random.default_rng(3).normal(size=(3, 5, 4)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [0, 1, 0, 1, 1], [0, 0, 0, 0, 0]], bool)
+    want = ops.convert_to_numpy(layer(x, mask=mask))
+    with micro_forms.tracing():
+        got = ops.convert_to_numpy(layer(x, mask=mask))
+    np.testing.assert_allclose(got, want, atol=1e-6)
