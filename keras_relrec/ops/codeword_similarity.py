@@ -63,7 +63,7 @@ def codeword_logits(x, codebook, scale, distance="l2", epsilon=1e-12):
         squared = _nearest_from_differences(x, codebook, weights, squared)
     if distance == "squared_l2":
         return -squared
-    return -roots.sqrt(squared + epsilon, positive=True)
+    return -roots.sqrt(squared + epsilon, positive=epsilon > 0)
 
 
 def _nearest_from_differences(x, codebook, weights, squared):

@@ -3,11 +3,14 @@ Microcontrollers, whose kernels lack some ops and types that other
 runtimes have (TOPK_V2, GATHER of int64 positions, SELECT of int32).
 
 Within `micro_forms.tracing()` the ops that have a second form choose it:
-`valid_steps_first` compacts by counting instead of a sort, and the gathers
-of `gathering` become one-hot products. Each form gives the same values and
-costs time and memory that grow with the product of the sizes involved,
-which suits a microcontroller's short sequences; the export for
-`target="micro"` traces the model within it.
+`valid_steps_first` compacts by counting instead of a sort, the gathers of
+`gathering` and the token embeddings become one-hot products, `roots.sqrt`
+is x · rsqrt(x), `masked_softmax` uses the SOFTMAX op with no −inf, and the
+segment summary's BiLSTM steps its cells. Each form gives the same values
+(to float32's rounding); the compaction and the one-hot products cost time
+and memory that grow with the product of the sizes involved, which suits a
+microcontroller's short sequences. The export for `target="micro"` traces
+the model within it.
 """
 
 import contextlib

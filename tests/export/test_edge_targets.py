@@ -242,7 +242,7 @@ def test_accelerator_target_unrolls_the_loop(tmp_path):
                                 representative_data=stream(12, batch=32, seed=1))
     except ExportError as error:
         # Named: the layer, and a tensor.
-        assert re.search(r"layer '\w+' \(\w+\) keeps float tensors in the int8 file \(e\.g\. '", str(error)), error
+        assert re.search(r"layer '\w+' \(\w+\) keeps float tensors in the integer file \(e\.g\. '", str(error)), error
         return
     assert summary["accelerator"]["integer_only"]
     q = summary["quantization"]["serve"]

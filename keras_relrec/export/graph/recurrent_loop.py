@@ -70,10 +70,13 @@ def arithmetic_masks():
 
 def reduce_any(values, axis, keepdims=False):
     """`reduce_any` as a reduce-max: TFLite Micro has REDUCE_MAX, not
-    REDUCE_ANY. Of a comparison `a != b` (a mask of padding), the max of
-    |a − b|, which an int8 file computes in int8 (within
-    `arithmetic_masks`: 1 or 0 from Σ|a − b|, as a number); of anything
-    else, the max of the values as numbers."""
+    REDUCE_ANY. Of a comparison `a != b` (a mask of padding, as
+    `keras.layers.Masking` makes), the max of |a − b|, which an int8 file
+    computes in int8; of anything else, the max of the values as numbers.
+
+    Within `arithmetic_masks` the mask of padding is a number, 1 or 0 from
+    Σ|a − b| (a model that uses `keras.ops.any` of such a comparison as
+    anything but a mask then reads that number)."""
     op = getattr(values, "op", None)
     if op is not None and op.type == "NotEqual" and not op.inputs[0].dtype.is_bool:
         a, b = op.inputs
@@ -102,6 +105,7 @@ def where(mask_t, new, old):
     mask (`arithmetic_masks`) blends them."""
     mask_t = tf.reshape(mask_t, [-1] + [1] * (new.shape.rank - 1))
     if mask_t.dtype.is_floating:
+        # Not m·new + (1 − m)·old: TFLM aborts on that form's int16 file.
         return old + tf.cast(mask_t, new.dtype) * (new - old)
     return tf.where(mask_t, new, old)
 

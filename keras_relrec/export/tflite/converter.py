@@ -226,7 +226,7 @@ def export_tflite(
             reason = _conversion_reason(plan, error)
             if quantize == "int16x8" and "recorded during calibration" in str(error):
                 reason += ("; the 16x8 calibrator records no ranges inside a recurrent loop (WHILE): export "
-                           "streaming=True, whose step has no loop, or target='accelerator', which unrolls it")
+                           "streaming=True, whose step has no loop")
             raise ExportError(reason) from None
     custom = tflite_inspect.custom_ops(content)
     if custom:

@@ -82,7 +82,7 @@ class AcceleratorTarget(Target):
             raise ExportError(f"{where} does not export for accelerators: {found['reasons'][0]}")
         if integer_io and not found["integer_only"]:
             where = plan.culprit(" ".join(found["float_tensors"]))
-            raise ExportError(f"{where} keeps float tensors in the int8 file (e.g. '{found['float_tensors'][0]}'), "
+            raise ExportError(f"{where} keeps float tensors in the integer file (e.g. '{found['float_tensors'][0]}'), "
                               "which an integer-only accelerator cannot run")
         return {"accelerator": found}
 

@@ -53,7 +53,7 @@ class PeepholeLSTMCell(LSTMFamilyCell):
             (variational: one mask per sequence).
         seed: Optional int seed of the dropout masks.
         cell_clip: Optional positive float: c_t is clipped to [−cell_clip,
-            cell_clip] (as in TensorFlow's LSTMCell and TFLite's LSTM). An
+            cell_clip] (as TensorFlow 1's LSTMCell and TFLite's LSTM do). An
             LSTM whose cell state grows over a long stream needs a bound to
             be exported in fixed point: an int8 or int16 state holds one
             range, calibrated in advance. Default None, no clip.

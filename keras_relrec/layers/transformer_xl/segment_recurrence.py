@@ -440,15 +440,16 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             hidden = ops.cast(inputs, self.compute_dtype)
         else:
             self._check_token_ids(inputs)
-            # sqrt(d) as a Python number: it takes the embedding's dtype.
             ids = ops.cast(inputs, "int32")
-            if micro_forms.enabled():
+            # A quantized table (Keras' `quantize`) is read by its own lookup.
+            if micro_forms.enabled() and not self.embedding.quantization_mode:
                 # A one-hot product: Keras' lookup corrects negative ids
                 # with an int32 SELECT, which TFLite Micro has not.
                 table = ops.cast(self.embedding.embeddings, self.compute_dtype)
                 hidden = ops.matmul(one_hot(ids, self.vocabulary_size, self.compute_dtype), table)
             else:
                 hidden = self.embedding(ids)
+            # sqrt(d) as a Python number: it takes the embedding's dtype.
             hidden = hidden * math.sqrt(self.hidden_dim)
         return self.embedding_dropout(hidden, training=training)
 
