@@ -22,13 +22,13 @@ def gather_steps(x, indices):
     `indices` in 0..steps − 1 (integers, or floats holding whole numbers);
     traced for TFLite Micro, every step of `x` must be finite (a product
     with zero keeps a NaN)."""
-    shape = ops.shape(x)
-    steps = axis_size(x, 1)
+    shape = ops.shape(x)  # static sizes where known, else dynamic ones
+    steps, trailing = axis_size(x, 1), tuple(shape[2:])
     if micro_forms.enabled():
         flat = ops.reshape(x, (shape[0], steps, -1))
         picked = ops.matmul(one_hot(indices, steps, x.dtype), flat)  # (batch, n, features)
-        return ops.reshape(picked, (shape[0], ops.shape(indices)[1]) + tuple(x.shape[2:]))
-    rows = ops.reshape(x, (-1,) + tuple(x.shape[2:]))  # (batch · steps, ...)
+        return ops.reshape(picked, (shape[0], ops.shape(indices)[1]) + trailing)
+    rows = ops.reshape(x, (-1,) + trailing)  # (batch · steps, ...)
     starts = ops.arange(shape[0], dtype="int32")[:, None] * steps
     if "float" in str(ops.dtype(indices)):
         indices = ops.round(indices)

@@ -120,3 +120,17 @@ def test_token_embedding_micro_form():
     with micro_forms.tracing():
         got = ops.convert_to_numpy(layer(ids))
     np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+@FORMS
+def test_gathers_of_unknown_sizes_trace(micro):
+    """Traced with every size unknown (a model of any batch, length and
+    width), the gathers keep the usual values."""
+    import tensorflow as tf
+
+    x = np.random.default_rng(5).normal(size=(2, 5, 3)).astype("float32")
+    indices = np.array([[4, 0], [2, 2]], "int32")
+    spec = (tf.TensorSpec((None, None, None)), tf.TensorSpec((None, None), tf.int32))
+    traced = tf.function(lambda x, i: gather_steps(x, i), input_signature=spec)
+    got = in_form(micro, traced, x, indices)
+    np.testing.assert_array_equal(got, np.stack([x[b, indices[b]] for b in range(2)]))
