@@ -104,7 +104,7 @@ def masked_scale(x, mask=None, epsilon=1e-20, axis=1):
     deviation = zero_masked(x - mean, mask)
     variance = ops.expand_dims(masked_mean(deviation * deviation, mask, axis), axis)
     roundoff = 8.0 * float(np.finfo(keras.backend.standardize_dtype(x.dtype)).eps)
-    return mean, roots.sqrt(variance + epsilon + ops.square(roundoff * mean))
+    return mean, roots.sqrt(variance + epsilon + ops.square(roundoff * mean), positive=epsilon > 0)
 
 
 def masked_segment_mean(x, mask=None, num_segments=1):
