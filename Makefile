@@ -107,7 +107,7 @@ test-parity: $(VENV)/.installed-test $(REFERENCE)/.installed
 		tests/migrate/test_hf_transfo_xl.py tests/layers/local_recurrence/test_r_transformer_goldens.py
 
 # Every benchmark, each rewriting its section of benchmarks/RESULTS.md
-# (about 20 minutes on 2 cores).
+# (about 25 minutes on 2 cores).
 bench: $(VENV)/.installed-test $(OLD_RUNTIME)/.installed
 	$(PY) benchmarks/bench_lstm_cells.py
 	$(PY) benchmarks/bench_tflite.py
@@ -115,6 +115,7 @@ bench: $(VENV)/.installed-test $(OLD_RUNTIME)/.installed
 	$(PY) benchmarks/bench_bag_of_features.py
 	$(PY) benchmarks/bench_tabl.py
 	$(PY) benchmarks/bench_transformer_xl.py
+	$(PY) benchmarks/bench_transformer_xl_wt103.py
 	$(PY) benchmarks/bench_segment_cache.py
 	$(PY) benchmarks/bench_local_recurrence.py
 	$(PY) benchmarks/bench_relation_transformer.py

@@ -105,6 +105,8 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 import results_file  # noqa: E402
+from results_file import reset_peak  # noqa: E402
+from results_file import rss_kib  # noqa: E402
 
 SECTION = "bench_vs_pytorch"
 ROOT = os.path.dirname(_HERE)
@@ -156,25 +158,6 @@ def sizes(quick):
 
 # ----------------------------------------------------------------------------
 # Worker side: a loop of JSON commands; each setup returns callables to time.
-
-
-def rss_kib(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
-def reset_peak():
-    """Resets VmHWM to the current resident set; False where the kernel
-    does not allow it."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def serve(side, folder):

@@ -261,3 +261,24 @@ def write_section(path, name, section_body):
     with open(path, "w") as f:
         f.write(text)
     return section
+
+
+def rss_kib(field):
+    """A memory figure of this process from /proc/self/status (VmRSS: now,
+    VmHWM: the peak), in KiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def reset_peak():
+    """Resets VmHWM (and ru_maxrss) to the current resident set; False
+    where the kernel does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False

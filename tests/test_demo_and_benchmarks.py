@@ -125,6 +125,19 @@ def test_transformer_xl_benchmark_quick(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+def test_transformer_xl_wt103_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_transformer_xl_wt103.py", tmp_path, monkeypatch)
+    assert "<!-- bench_transformer_xl_wt103:start -->" in text and "<!-- bench_transformer_xl_wt103:end -->" in text
+    assert "Quick smoke-test run" in text
+    # HF's parameter counts of the tiny WT103-shaped model, ours beside them
+    # (the script asserts them equal); a row per backend.
+    assert "| **total** | 30,811 | 30,811 |" in text
+    for backend in ("TensorFlow, XLA", "TensorFlow, graph", "JAX (XLA)"):
+        assert sum(line.startswith(f"| {backend}") for line in text.splitlines()) == 1, backend
+    assert "not a prefix" not in text
+
+
+@pytest.mark.slow
 def test_segment_cache_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_segment_cache.py", tmp_path, monkeypatch)
     assert "<!-- bench_segment_cache:start -->" in text and "<!-- bench_segment_cache:end -->" in text

@@ -1,5 +1,7 @@
 """Public layers and cells of keras_relrec, one family per sub-package."""
 
+from keras_relrec.layers.adaptive import AdaptiveEmbedding
+from keras_relrec.layers.adaptive import AdaptiveSoftmax
 from keras_relrec.layers.bag_of_features import BoFQuantizer
 from keras_relrec.layers.bag_of_features import LocalFeatures
 from keras_relrec.layers.bag_of_features import RecurrentBoFCell

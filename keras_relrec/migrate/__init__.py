@@ -1,8 +1,10 @@
 """Loading weights trained by other implementations."""
 
+from keras_relrec.migrate.hf_transfo_xl import build_hf_transfo_xl
 from keras_relrec.migrate.hf_transfo_xl import load_hf_transfo_xl
 from keras_relrec.migrate.hf_transfo_xl import load_hf_transfo_xl_layer
 from keras_relrec.migrate.r_transformer import load_r_transformer_block
+from keras_relrec.migrate.safetensors_file import read_safetensors
 from keras_relrec.migrate.sonnet_relational_memory import load_sonnet_checkpoint
 from keras_relrec.migrate.sonnet_relational_memory import load_sonnet_relational_memory
 from keras_relrec.migrate.sonnet_relational_memory import read_sonnet_checkpoint

@@ -13,15 +13,18 @@ JIT_COMPILE = ("auto", True, False)
 
 
 class _Step(keras.layers.Layer):
-    """tokens, states → (logits of every position, new states)."""
+    """tokens, states → (logits of every position, or of the last one with
+    `last_only`, new states)."""
 
-    def __init__(self, backbone, head, **kwargs):
+    def __init__(self, backbone, head, last_only=False, **kwargs):
         super().__init__(**kwargs)
-        self.backbone, self.head = backbone, head
+        self.backbone, self.head, self.last_only = backbone, head, last_only
 
     def call(self, tokens, states):
         hidden, new_states = self.backbone.streaming_step(tokens, list(states))
-        return [self.head(hidden), *new_states]
+        # Generation reads the last position only: over a large vocabulary
+        # the others' logits would cost as much as the step.
+        return [self.head(hidden[:, -1:] if self.last_only else hidden), *new_states]
 
 
 class _Generation(keras.layers.Layer):
@@ -104,7 +107,8 @@ class TransformerXLGenerator:
 
     The model is `head(backbone(tokens))`: `backbone` a built
     `TransformerXL` with a `vocabulary_size`, `head` maps its outputs to
-    logits (e.g. `keras.layers.Dense(vocabulary_size)`). The prompt runs
+    logits (e.g. `keras.layers.Dense(vocabulary_size)`) or to
+    log-probabilities (an `AdaptiveSoftmax`). The prompt runs
     segment by segment, as in training; then, per new token:
 
     - `mode="token"` (the paper's fast evaluation): the token is a segment
@@ -130,10 +134,12 @@ class TransformerXLGenerator:
 
     Args:
         backbone: A built `TransformerXL` that embeds tokens.
-        head: A layer from the backbone's outputs to logits.
+        head: A layer from the backbone's outputs to logits (or
+            log-probabilities).
         jit_compile: On TensorFlow, whether the loop is compiled with XLA
-            (`True`) or runs as a TensorFlow graph (`False`); `"auto"`: XLA,
-            which was the faster of the two in our measurements. JAX always
+            (`True`) or runs as a TensorFlow graph (`False`); `"auto"`: XLA
+            (benchmarks/RESULTS.md compares the two: XLA is the faster at
+            small sizes, the graph at WT103's on a CPU). JAX always
             compiles with XLA, whatever this says.
 
     Example:
@@ -170,18 +176,21 @@ class TransformerXLGenerator:
             self._models[key] = model
         return self._models[key]
 
-    def _step_model(self, batch, length):
+    def _step_model(self, batch, length, last_only):
         def build():
             tokens = keras.Input((length,), batch_size=batch, dtype="int32")
             states = [keras.Input(shape, batch_size=batch, dtype=dtype)
                       for _, shape, dtype in self.backbone.streaming_state_specs()]
-            return keras.Model([tokens, *states], _Step(self.backbone, self.head)(tokens, states))
-        return self._compiled(("step", batch, length), build)
+            return keras.Model([tokens, *states], _Step(self.backbone, self.head, last_only)(tokens, states))
+        return self._compiled(("step", batch, length, last_only), build)
 
-    def step(self, tokens, states):
-        """Runs `tokens` (batch, steps) from `states`: (logits, new states)."""
+    def step(self, tokens, states, last_only=False):
+        """Runs `tokens` (batch, steps) from `states`: (logits (batch,
+        steps, vocabulary), new states); with `last_only`, the logits of
+        the last position alone (batch, 1, vocabulary), as `generate`
+        reads them."""
         tokens = np.asarray(tokens, "int32")
-        outputs = self._step_model(*tokens.shape).predict_on_batch([tokens, *states])
+        outputs = self._step_model(*tokens.shape, last_only).predict_on_batch([tokens, *states])
         # Without memory the model has one output, not a list.
         logits, *states = outputs if isinstance(outputs, (list, tuple)) else [outputs]
         return np.asarray(logits), [np.asarray(s) for s in states]
@@ -265,12 +274,12 @@ class TransformerXLGenerator:
         states = self.initial_state(batch)
         logits = None
         for start in range(0, whole, segment):
-            logits, states = self.step(prompt[:, start : start + segment], states)
+            logits, states = self.step(prompt[:, start : start + segment], states, last_only=True)
         rest = prompt[:, whole:]
         extra = []
         if mode == "segment":
             if rest.shape[1]:
-                logits, _ = self.step(rest, states)
+                logits, _ = self.step(rest, states, last_only=True)
             extra = [np.pad(rest, [[0, 0], [0, segment - rest.shape[1]]]), np.full((batch, 1), rest.shape[1], "int32")]
         # In (0, 1]: u = 0 would pick the first token whatever its probability.
         uniforms = 1.0 - rng.random((batch, max_new_tokens), dtype="float32")

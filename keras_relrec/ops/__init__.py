@@ -6,6 +6,7 @@ arguments may change between releases)."""
 from keras_relrec.ops.codeword_similarity import codeword_logits
 from keras_relrec.ops.compression import asinh
 from keras_relrec.ops.gathering import gather_steps
+from keras_relrec.ops.gathering import lookup_rows
 from keras_relrec.ops.gathering import take_along_last_axis
 from keras_relrec.ops.masking import any_valid
 from keras_relrec.ops.masking import masked_mean

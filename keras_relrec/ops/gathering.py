@@ -50,3 +50,17 @@ def take_along_last_axis(x, indices):
         return ops.reshape(picked, leading + (count,))
     starts = ops.reshape(ops.arange(math.prod(leading), dtype="int32") * size, leading + (1,))
     return ops.take(ops.reshape(x, (-1,)), indices + starts, axis=0)
+
+
+def lookup_rows(table, ids, outside_zero=False):
+    """table[ids]: the rows of a (rows, width) `table` at integer `ids` in
+    0..rows − 1, (…ids, width); with `outside_zero`, a zero row for an id
+    outside. Traced for TFLite Micro, a one-hot product (whose row for an
+    id outside is zeros: no int32 SELECT, which TFLite Micro has not)."""
+    if micro_forms.enabled():
+        return ops.matmul(one_hot(ids, table.shape[0], table.dtype), table)
+    ids = ops.cast(ids, "int32")
+    if not outside_zero:
+        return ops.take(table, ids, axis=0)
+    inside = ops.logical_and(ids >= 0, ids < table.shape[0])
+    return ops.where(inside[..., None], ops.take(table, ops.where(inside, ids, 0), axis=0), 0.0)

@@ -219,6 +219,23 @@ def check_mask(layer, mask, inputs, name="mask"):
         )
 
 
+def check_token_ids(layer, inputs, vocabulary_size, name="inputs"):
+    """Token ids out of 0 … vocabulary_size − 1 raise `ValueError` in an
+    eager call; under a trace they are assumed valid."""
+    ids = concrete_values(inputs)
+    if ids is None or not ids.size:
+        return
+    bad = ids[(ids < 0) | (ids >= vocabulary_size)]
+    if bad.size:
+        what = "" if name == "inputs" else f" in `{name}`"
+        raise ValueError(
+            f"{type(layer).__name__} expects token ids{what} in 0..{vocabulary_size - 1} "
+            f"(vocabulary_size={vocabulary_size}), padding included; received token id {bad[0].item()}. "
+            "Map the ids into that range (pad with 0 and mask it), or build the layer with a larger "
+            "vocabulary_size."
+        )
+
+
 def concrete_values(x):
     """`x` as a NumPy array where its values are known (an eager call); None
     under a trace (tf.function, jit, export, `fit`/`predict`), where they

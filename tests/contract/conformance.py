@@ -86,7 +86,8 @@ def behind_a_dense(entry):
     gradients: with zero biases, all-zero inputs (blank pixels, silence)
     reach it as all-zero rows (`zeros_step_finite`)."""
     inputs = entry.make_inputs(names=False)
-    dense = [keras.layers.Dense(shape[-1], kernel_initializer="glorot_uniform")(x)
+    # Token ids go in as they are.
+    dense = [x if x.dtype == "int32" else keras.layers.Dense(shape[-1], kernel_initializer="glorot_uniform")(x)
              for x, shape in zip(inputs, entry.input_shapes)]
     return keras.Model(entry.structured(inputs), entry.make_layer()(entry.structured(dense)))
 

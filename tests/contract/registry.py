@@ -46,7 +46,7 @@ class Entry:
     fixed_length: whether the built layer holds to its number of steps.
     fixed_axis: the input axis (of one example, counting the batch) whose
         size the built layer holds to; the checks change it and expect a
-        `ValueError`.
+        `ValueError`; None: the built layer holds to none (token ids).
     takes_mask: for a layer that is not recurrent, whether it reads a
         (batch, steps) mask; the checks make sure masked steps change
         nothing.
@@ -57,6 +57,10 @@ class Entry:
     vocabulary_size: for a layer that also embeds token ids, a vocabulary
         size with which `kwargs` make it take (batch, steps) ids
         (`test_token_ids.py`); 0 for the others.
+    input_dtype: the dtype of the (first) input; for "int32", token ids
+        in 0 … vocabulary_size − 1 (a layer that takes nothing else).
+    scores_tokens: whether the layer's outputs are scores over a
+        vocabulary (it has a `vocabulary_size` but takes no token ids).
     """
 
     cls: type
@@ -69,11 +73,13 @@ class Entry:
     bad_rank_match: str = "expected"
     other_ranks: tuple = ()
     fixed_length: bool = False
-    fixed_axis: int = -1
+    fixed_axis: int | None = -1
     takes_mask: bool = False
     consumes_mask: bool = False
     variant: str = ""
     vocabulary_size: int = 0
+    input_dtype: str = "float32"
+    scores_tokens: bool = False
 
     @property
     def id(self):
@@ -98,8 +104,9 @@ class Entry:
         """The model's `keras.Input`s; with `dynamic_length` they take any
         number of time steps."""
         return [
-            keras.Input(((None,) + shape[1:]) if dynamic_length else shape, name=name if names else None)
-            for shape, name in zip(self.input_shapes, self.input_names)
+            keras.Input(((None,) + shape[1:]) if dynamic_length else shape, name=name if names else None,
+                        dtype=self.input_dtype if k == 0 else "float32")
+            for k, (shape, name) in enumerate(zip(self.input_shapes, self.input_names))
         ]
 
     def make_layer(self, **overrides):
@@ -129,10 +136,11 @@ class Entry:
         """Random inputs: an array, or a list of arrays for several inputs
         (each `length` steps long, when given)."""
         rng = np.random.default_rng(seed)
-        return self.structured([
-            rng.normal(size=(batch,) + (shape if length is None else (length,) + shape[1:])).astype("float32")
-            for shape in self.input_shapes
-        ])
+        shapes = [(batch,) + (shape if length is None else (length,) + shape[1:]) for shape in self.input_shapes]
+        values = [rng.normal(size=shape).astype("float32") for shape in shapes]
+        if self.input_dtype == "int32":
+            values[0] = rng.integers(0, self.vocabulary_size, size=shapes[0]).astype("int32")
+        return self.structured(values)
 
 
 LSTM_BAD_KWARGS = [
@@ -475,6 +483,38 @@ ENTRIES = [
         ],
         bad_rank_match=r"expects inputs \(batch, steps, features\)",
         takes_mask=True,
+    ),
+    Entry(
+        layers.AdaptiveEmbedding,
+        # Three clusters of widths 4, 2, 1, each projected to 4.
+        {"vocabulary_size": 12, "output_dim": 4, "cutoffs": [4, 8], "div_val": 2},
+        (6,),
+        bad_kwargs=[
+            ({"vocabulary_size": 0}, "vocabulary_size"),
+            ({"output_dim": 0}, "output_dim"),
+            ({"cutoffs": [8, 4]}, "cutoffs"),
+            ({"div_val": 3}, "div_val"),
+            ({"embedding_dim": -1}, "embedding_dim"),
+        ],
+        bad_rank_match=r"AdaptiveEmbedding expects token ids \(batch, steps\)",
+        fixed_axis=None,
+        vocabulary_size=12,
+        input_dtype="int32",
+    ),
+    Entry(
+        layers.AdaptiveSoftmax,
+        # A head of four tokens and two clusters, projected from 6 to widths 4 and 2.
+        {"vocabulary_size": 12, "cutoffs": [4, 8], "div_val": 2, "embedding_dim": 4,
+         "bias_initializer": "random_normal"},
+        (5, 6),
+        bad_kwargs=[
+            ({"vocabulary_size": 4}, "cutoffs"),
+            ({"div_val": 8}, "div_val"),
+            ({"tie_projections": True}, "tie_projections"),
+            ({"tied_embedding": "embedding"}, "tied_embedding"),
+        ],
+        bad_rank_match=r"AdaptiveSoftmax expects inputs \(batch, steps, d\)",
+        scores_tokens=True,
     ),
     Entry(
         layers.TransformerXL,

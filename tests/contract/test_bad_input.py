@@ -32,11 +32,15 @@ def test_invalid_input_shapes(entry):
     # first built.
     others = entry.make_inputs(names=False)[1:]
     with pytest.raises(ValueError, match=entry.bad_rank_match):
-        entry.make_layer()(entry.structured([keras.Input(shape[-1:])] + others))
+        entry.make_layer()(entry.structured([keras.Input(shape[-1:] if len(shape) > 1 else shape + (1,))] + others))
     # Wrong size of the axis the layer was built for (the features, unless
     # the entry says otherwise).
     layer = entry.make_layer()
     layer(entry.make_input())
+    if entry.fixed_axis is None:
+        # Nothing fixed (token ids): the built layer takes another length.
+        assert as_list(layer(entry.make_input(batch=2, length=shape[0] + 1)))[0].shape[1] == shape[0] + 1
+        return
     axis = entry.fixed_axis % (len(shape) + 1) - 1  # within one example
     wrong = list(shape)
     wrong[axis] += 1
@@ -101,8 +105,8 @@ def test_call_time_inputs(entry):
         shapes = layer.compute_output_shape(entry.structured([v.shape for v in as_list(no_steps)]))
         assert [tuple(n.shape) for n in none] == [tuple(s) for s in (shapes if len(none) > 1 else [shapes])]
         assert all(np.all(np.isfinite(n)) for n in none)
-    # Integer inputs are features like any other.
-    integers = each_input(entry, x, lambda v: np.round(v * 2))
+    # Integer inputs are features like any other (token ids are already).
+    integers = x if entry.input_dtype == "int32" else each_input(entry, x, lambda v: np.round(v * 2))
     assert_close(layer(each_input(entry, integers, lambda v: v.astype("int32"))),
                  layer(each_input(entry, integers, lambda v: v.astype("float32"))))
     # Initial states of another batch size are refused, not broadcast.

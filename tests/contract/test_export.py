@@ -67,14 +67,14 @@ def test_tflite_sequence_mode(entry, exported):
     # runs, with the input's name and the expected shape or dtype.
     x = entry.make_input(batch=2)
     first = as_list(x)[0]
-    wrong_size = np.zeros(first.shape[:-1] + (first.shape[-1] + 1,), "float32")
+    wrong_size = np.zeros(first.shape[:-1] + (first.shape[-1] + 1,), entry.input_dtype)
     for bad, reason in [
         (first[..., None], "must have shape"),
         (wrong_size, "must have shape"),
         (first[:0], "empty axis"),
         (first[:, :0] if entry.recurrent else first[:, :-1],
          "empty axis" if entry.recurrent else "must have shape"),
-        (first.astype("float64"), "must have dtype float32"),
+        (first.astype("float64"), f"must have dtype {entry.input_dtype}"),
     ]:
         with pytest.raises(ValueError, match=f"Input 'sequence' {reason}|Input 'sequence' has shape"):
             run_sequence(path, feed(entry, first_input(entry, x, bad)))

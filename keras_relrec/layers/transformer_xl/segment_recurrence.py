@@ -15,8 +15,8 @@ from keras_relrec.layers.transformer_xl.relative_multi_head_attention import wri
 from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerXLBlock
 from keras_relrec.ops import any_valid
 from keras_relrec.ops import axis_size
+from keras_relrec.ops import lookup_rows
 from keras_relrec.ops import micro_forms
-from keras_relrec.ops import one_hot
 from keras_relrec.ops import zero_masked
 from keras_relrec.utils import state_variables
 from keras_relrec.utils import validation
@@ -90,6 +90,10 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             policy's weights.
         relative_bias_initializer: Of the blocks' u and v.
         embeddings_initializer: Of the token embedding.
+        embedding: Optional token embedding layer (or its config) in place
+            of the plain one, e.g. an `AdaptiveEmbedding` with `output_dim`
+            = hidden_dim; it scales its outputs itself, and gives the
+            `vocabulary_size`.
         stateful: Whether each call starts from the states the last one
             ended with (the batch size must be fixed). The layer warns,
             once, of a call that goes on from one whose length was not a
@@ -145,6 +149,7 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
         bias_initializer="zeros",
         relative_bias_initializer=None,
         embeddings_initializer="uniform",
+        embedding=None,
         stateful=False,
         return_state=False,
         seed=None,
@@ -194,8 +199,10 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             )
             for n in range(self.num_layers)
         ]
-        self.embedding = None
-        if self.vocabulary_size is not None:
+        self.embedding = _as_embedding(embedding, self.vocabulary_size, self.hidden_dim, self.dtype_policy)
+        if self.embedding is not None:
+            self.vocabulary_size = self.embedding.vocabulary_size
+        elif self.vocabulary_size is not None:
             self.embedding = keras.layers.Embedding(
                 self.vocabulary_size, self.hidden_dim, embeddings_initializer=self.embeddings_initializer,
                 dtype=self.dtype_policy, name="embedding",
@@ -224,7 +231,7 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
         if len(input_shape) != rank or (rank == 3 and input_shape[-1] != self.hidden_dim):
             raise ValueError(self._wrong_input(tuple(input_shape)))
         self.input_spec = keras.layers.InputSpec(ndim=rank, axes={} if rank == 2 else {-1: self.hidden_dim})
-        if self.embedding is not None:
+        if self.embedding is not None and not self.embedding.built:
             self.embedding.build(input_shape)
         self._build_segment()
         if self.stateful:
@@ -438,35 +445,21 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
     def _embed(self, inputs, training):
         if self.embedding is None:
             hidden = ops.cast(inputs, self.compute_dtype)
+        elif not isinstance(self.embedding, keras.layers.Embedding):
+            hidden = self.embedding(inputs)  # it checks the ids and scales
         else:
-            self._check_token_ids(inputs)
+            validation.check_token_ids(self, inputs, self.vocabulary_size)
             ids = ops.cast(inputs, "int32")
             # A quantized table (Keras' `quantize`) is read by its own lookup.
             if micro_forms.enabled() and not self.embedding.quantization_mode:
                 # A one-hot product: Keras' lookup corrects negative ids
                 # with an int32 SELECT, which TFLite Micro has not.
-                table = ops.cast(self.embedding.embeddings, self.compute_dtype)
-                hidden = ops.matmul(one_hot(ids, self.vocabulary_size, self.compute_dtype), table)
+                hidden = lookup_rows(ops.cast(self.embedding.embeddings, self.compute_dtype), ids)
             else:
                 hidden = self.embedding(ids)
             # sqrt(d) as a Python number: it takes the embedding's dtype.
             hidden = hidden * math.sqrt(self.hidden_dim)
         return self.embedding_dropout(hidden, training=training)
-
-    def _check_token_ids(self, inputs):
-        """Token ids out of 0 … vocabulary_size − 1 raise `ValueError` in
-        an eager call; under a trace they are assumed valid."""
-        ids = validation.concrete_values(inputs)
-        if ids is None or not ids.size:
-            return
-        bad = ids[(ids < 0) | (ids >= self.vocabulary_size)]
-        if bad.size:
-            raise ValueError(
-                f"{type(self).__name__} expects token ids in 0..{self.vocabulary_size - 1} "
-                f"(vocabulary_size={self.vocabulary_size}), padding included; received token id {bad[0].item()}. "
-                "Map the ids into that range (pad with 0 and mask it), or build the layer with a larger "
-                "vocabulary_size."
-            )
 
     def _stack(self, mask, training):
         """The blocks run on a segment without memory."""
@@ -576,12 +569,40 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             "relative_bias_initializer": keras.initializers.serialize(self.relative_bias_initializer),
             "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
+            "embedding": None if isinstance(self.embedding, (keras.layers.Embedding, type(None)))
+            else keras.saving.serialize_keras_object(self.embedding),
             "stateful": self.stateful,
             "return_state": self.return_state,
             "seed": self.seed,
             "memory": keras.saving.serialize_keras_object(self._memory),
         }
         return {**super().get_config(), **config}
+
+
+def _as_embedding(embedding, vocabulary_size, hidden_dim, dtype_policy):
+    """The token embedding given (a layer or its config), checked; None
+    where none is given."""
+    if embedding is None:
+        return None
+    if isinstance(embedding, dict):
+        embedding = keras.saving.deserialize_keras_object(embedding)
+    width, size = getattr(embedding, "output_dim", None), getattr(embedding, "vocabulary_size", None)
+    if not isinstance(embedding, keras.layers.Layer) or width != hidden_dim or size is None or (
+            vocabulary_size not in (None, size)):
+        raise ValueError(
+            "Argument `embedding` must be a token embedding layer with `vocabulary_size` and `output_dim` = "
+            f"hidden_dim = {hidden_dim} (e.g. keras_relrec.layers.AdaptiveEmbedding), and vocabulary_size "
+            f"left out or equal to its; received embedding={embedding!r} (output_dim={width!r}, "
+            f"vocabulary_size={size!r}) with vocabulary_size={vocabulary_size!r}."
+        )
+    if embedding.dtype_policy.name != dtype_policy.name:
+        # A float32 embedding would round a float64 model's inputs.
+        raise ValueError(
+            f"Argument `embedding` computes in the dtype policy '{embedding.dtype_policy.name}', the layer in "
+            f"'{dtype_policy.name}'; give the embedding the layer's (dtype=...), or create both under one "
+            "keras.config.set_dtype_policy(...)."
+        )
+    return embedding
 
 
 def _as_policy(memory):

@@ -58,7 +58,7 @@ class TransformerXL(SegmentRecurrence):
             segment_len: As in `SegmentRecurrence`.
         mem_len: M, memory positions per layer; 0: no memory.
         **kwargs: The other arguments of `SegmentRecurrence`
-            (`vocabulary_size`, `clamp_len`, `same_length`, `pre_lnorm`,
+            (`vocabulary_size`, `embedding`, `clamp_len`, `same_length`, `pre_lnorm`,
             `tie_relative_biases`, `dropout`, `attention_dropout`, `epsilon`,
             the initializers, `stateful`, `return_state`, `seed`) and the
             base `Layer`'s.
