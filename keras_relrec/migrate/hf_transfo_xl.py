@@ -158,8 +158,7 @@ def _softmax_values(head, embedding, state_dict, prefix, used):
                 "tie_projs)."
             )
 
-    tables = 1 if clusters.div_val == 1 else clusters.count
-    for i in range(tables):
+    for i in range(clusters.table_count):
         name = f"crit.out_layers.{i}.weight"
         if head.tie_tables:
             tied(name, head.tied_embedding.tables[i].shape, f"word_emb.emb_layers.{i}.weight")
@@ -172,9 +171,8 @@ def _softmax_values(head, embedding, state_dict, prefix, used):
         if projection is not None:
             values.append((projection, take(state_dict, name, projection.shape, used, SOURCE)))
         elif head.tied_embedding is not None and head.tie_projections[i] and clusters.projects(head.input_width):
-            source = i if clusters.div_val > 1 else 0
             shape = (head.input_width, clusters.widths[i])
-            tied(name, shape, f"word_emb.emb_projs.{source}")
+            tied(name, shape, f"word_emb.emb_projs.{clusters.table_index(i)}")
     if clusters.count > 1:
         values.append((head.cluster_kernel, take(state_dict, "crit.cluster_weight", head.cluster_kernel.shape,
                                                  used, SOURCE)))

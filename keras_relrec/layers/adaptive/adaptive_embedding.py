@@ -90,34 +90,23 @@ class AdaptiveEmbedding(ClusterSettings, keras.layers.Layer):
             )
         self.input_spec = keras.layers.InputSpec(ndim=2)
         clusters = self.clusters
-        if clusters.div_val == 1:
-            shapes = [((clusters.vocabulary_size, clusters.embedding_dim), (clusters.embedding_dim, self.output_dim))]
-        else:
-            shapes = [((right - left, width), (width, self.output_dim))
-                      for (left, right), width in zip(clusters.bounds, clusters.widths)]
         projects = clusters.projects(self.output_dim)
-        # One name per cluster, or the plain names for one table.
-        suffix = (lambda i: "") if len(shapes) == 1 else (lambda i: f"_{i}")
-        self.tables = [
-            self.add_weight(name=f"embeddings{suffix(i)}", shape=table,
-                            initializer=clone_initializer(self.embeddings_initializer, f"embeddings{suffix(i)}"))
-            for i, (table, _) in enumerate(shapes)
-        ]
+
+        def weight(base, i, shape, initializer):
+            name = clusters.weight_name(base, i)
+            return self.add_weight(name=name, shape=shape, initializer=clone_initializer(initializer, name))
+
+        shapes = clusters.table_shapes()
+        self.tables = [weight("embeddings", i, shape, self.embeddings_initializer) for i, shape in enumerate(shapes)]
         self.projections = [
-            self.add_weight(name=f"projection{suffix(i)}", shape=projection,
-                            initializer=clone_initializer(self.projection_initializer, f"projection{suffix(i)}"))
-            if projects else None
-            for i, (_, projection) in enumerate(shapes)
+            weight("projection", i, (width, self.output_dim), self.projection_initializer) if projects else None
+            for i, (_, width) in enumerate(shapes)
         ]
 
     def cluster_weights(self, i):
         """Cluster i's table (r_i − l_i, d_i) and projection (d_i, d) or
         None, as variables or slices of them (what a tied softmax reads)."""
-        if self.clusters.div_val > 1:
-            return self.tables[i], self.projections[i]
-        left, right = self.clusters.bounds[i]
-        table = self.tables[0] if self.clusters.count == 1 else self.tables[0][left:right]
-        return table, self.projections[0]
+        return self.clusters.rows(self.tables, i), self.projections[self.clusters.table_index(i)]
 
     def call(self, inputs):
         validation.check_token_ids(self, inputs, self.vocabulary_size)

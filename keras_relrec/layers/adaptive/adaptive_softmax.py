@@ -183,19 +183,15 @@ class AdaptiveSoftmax(ClusterSettings, keras.layers.Layer):
                 )
             if not tied.built:
                 tied.build((None, None))
-        tables = 1 if clusters.div_val == 1 else clusters.count
-        if clusters.div_val == 1:
-            rows = [(clusters.vocabulary_size, clusters.embedding_dim)]
-        else:
-            rows = [(right - left, w) for (left, right), w in zip(clusters.bounds, clusters.widths)]
-        suffix = (lambda i: "") if tables == 1 else (lambda i: f"_{i}")
-
         def weight(name, shape, initializer):
             return self.add_weight(name=name, shape=shape, initializer=clone_initializer(initializer, name))
 
-        self.kernels = [None if self.tie_tables else weight(f"kernel{suffix(i)}", shape, self.kernel_initializer)
-                        for i, shape in enumerate(rows)]
-        self.biases = [weight(f"bias{suffix(i)}", shape[:1], self.bias_initializer) for i, shape in enumerate(rows)]
+        shapes = clusters.table_shapes()
+        self.kernels = [None if self.tie_tables
+                        else weight(clusters.weight_name("kernel", i), shape, self.kernel_initializer)
+                        for i, shape in enumerate(shapes)]
+        self.biases = [weight(clusters.weight_name("bias", i), shape[:1], self.bias_initializer)
+                       for i, shape in enumerate(shapes)]
         self.projections = [
             None if not clusters.projects(width) or self.tie_projections[i]
             else weight(f"projection_{i}", (width, clusters.widths[i]), self.projection_initializer)
@@ -245,19 +241,16 @@ class AdaptiveSoftmax(ClusterSettings, keras.layers.Layer):
         """Cluster i's table (r_i − l_i, d_i), bias (r_i − l_i,) and
         projection (d, d_i) or None, in the dtype of the logits (the
         compute dtype, float32 under mixed precision)."""
-        clusters = self.clusters
-        left, right = clusters.bounds[i]
-        one = clusters.div_val == 1
         table = projection = None
         if self._tied is not None:
             table, projection = self._tied.cluster_weights(i)
             table = table if self.tie_tables else None
             projection = None if projection is None or not self.tie_projections[i] else ops.transpose(projection)
         if table is None:
-            table = self.kernels[0][left:right] if one and clusters.count > 1 else self.kernels[0 if one else i]
+            table = self.clusters.rows(self.kernels, i)
         if projection is None:
             projection = self.projections[i]
-        bias = self.biases[0][left:right] if one and clusters.count > 1 else self.biases[0 if one else i]
+        bias = self.clusters.rows(self.biases, i)
         return [None if w is None else ops.cast(w, self._dtype) for w in (table, bias, projection)]
 
     def _logits(self, hidden, i, table=None, bias=None):

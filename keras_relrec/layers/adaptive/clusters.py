@@ -42,6 +42,35 @@ class Clusters:
     def count(self):
         return len(self.bounds)
 
+    @property
+    def table_count(self):
+        """How many tables the clusters keep: one per cluster, or one for
+        all with div_val = 1."""
+        return 1 if self.div_val == 1 else self.count
+
+    def table_index(self, i):
+        """The table (and projection) cluster i reads."""
+        return 0 if self.div_val == 1 else i
+
+    def table_shapes(self):
+        """(rows, width) of each table."""
+        if self.div_val == 1:
+            return [(self.vocabulary_size, self.embedding_dim)]
+        return [(right - left, width) for (left, right), width in zip(self.bounds, self.widths)]
+
+    def weight_name(self, base, i):
+        """The name of table i's weight: `base`, or `base_i` for several."""
+        return base if self.table_count == 1 else f"{base}_{i}"
+
+    def rows(self, weights, i):
+        """Cluster i's rows of per-table `weights` (tables, biases): its
+        own, or its range of the one table."""
+        weight = weights[self.table_index(i)]
+        if self.div_val > 1 or self.count == 1:
+            return weight
+        left, right = self.bounds[i]
+        return weight[left:right]
+
     def projects(self, output_dim):
         """Whether the clusters have projections to `output_dim` (always
         with div_val > 1; with one width, where it differs)."""
