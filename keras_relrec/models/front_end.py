@@ -32,7 +32,7 @@ MAX_STEPS = {"conv": 32, "window": 32, "kernels": 512}
 # (benchmarks/RESULTS.md, "A codebook per dilation, and the recurrent NBoF
 # with the kernels" and "The kernels before the other builders").
 RECURRENT_MAX_STEPS = {**MAX_STEPS, "kernels": 128}
-# NBoF's default compression of the kernels' standardized responses,
+# The builders' default compression of the kernels' standardized responses,
 # asinh(10 · r): linear for |r| < 0.1. Chosen on ACSF1, whose rare jumps
 # hid its small fluctuations; it raised NBoF's mean over bench_ucr.py's
 # sets though it lost on some (benchmarks/RESULTS.md, "Compressed kernel
@@ -128,6 +128,16 @@ def resolve_front_end(front_end, features):
             "received an input whose last dimension is None."
         )
     return FrontEnd(front_end, "kernels" if features == 1 else None, features)
+
+
+def kernels_default(value, front_end, default):
+    """A builder argument that is `"auto"`: `default` with the kernels
+    (`front_end` a resolved `FrontEnd`, or None for none) and None with
+    any other front-end; any other `value` stands for itself (the builder
+    checks it)."""
+    if not (isinstance(value, str) and value == "auto"):
+        return value
+    return default if front_end is not None and front_end.kind == "kernels" else None
 
 
 def check_mask_value(mask_value):
@@ -288,7 +298,7 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     nothing before the quantizer, so it suits small training sets; its
     width is 84·D per dilation, and a quantizer over it costs several
     times the `"conv"` front-end's. It is NBoF's default, and the
-    recurrent NBoF's for one feature per step;
+    recurrent NBoF's and C(TABL)'s for one feature per step;
     `benchmarks/RESULTS.md` compares it with `"conv"` on the sets of
     `bench_ucr.py`.
 
@@ -297,8 +307,8 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     a series is flat but for a few jumps (ACSF1's power readings), the
     jumps set the responses' variance and the quantizer would see every
     other step as one point near 0; compressed, the small fluctuations
-    keep their differences and the jumps their sign. c = 10 is NBoF's
-    default (`COMPRESSION`): it lifted ACSF1 most and NBoF's mean over the
+    keep their differences and the jumps their sign. c = 10 is every
+    builder's default with the kernels (`COMPRESSION`): it lifted ACSF1 most and NBoF's mean over the
     sets of `benchmarks/bench_ucr.py` (benchmarks/RESULTS.md, "Compressed
     kernel responses, and C(TABL) over local histograms").
     The codebooks are set (`fit_codebook`) before training, when the

@@ -10,6 +10,7 @@ from keras_relrec.layers import TwoDAttention
 from keras_relrec.models.front_end import COMPRESSION
 from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
 from keras_relrec.models.front_end import WINDOW_SIZE
+from keras_relrec.models.front_end import kernels_default
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import resolve_front_end
 from keras_relrec.models.front_end import resolve_scaling
@@ -47,8 +48,8 @@ def nbof_classifier(
     ```
     sequence → [Masking] → [Normalization, or SeriesNormalization: scaling]
              → [input attention]
-             → [local features: front_end; with "kernels" and no
-                attention, asinh(10 · r) of each response r by default:
+             → [local features: front_end; with "kernels",
+                asinh(10 · r) of each response r by default:
                 front_end_compression]
              → BoFQuantizer (memberships Φ; with the kernels one per
                dilation, Φ = [Φ_1, Φ_2, Φ_4, …] side by side)
@@ -72,7 +73,7 @@ def nbof_classifier(
     `benchmarks/bench_ucr.py` it beat the learned `"conv"` front-end by
     far, and on the two multivariate ones it was a little behind:
     benchmarks/RESULTS.md, "Ready-made classifiers on UCR/UEA sets", the
-    columns "NBoF" and "NBoF, conv"); without attention each response is compressed to
+    columns "NBoF" and "NBoF, conv"); each response is compressed to
     asinh(10 · r), so that small fluctuations count beside large jumps
     (`front_end_compression`);
     `front_end=None` quantizes the raw steps (the paper's
@@ -121,9 +122,12 @@ def nbof_classifier(
             quantizer and codebook of `num_codewords` of their own (the
             histogram has K·|dilations| bins, for as many distances as
             one codebook over all of them), or one quantizer sees them
-            all. Default None: per dilation with `"kernels"`, unless
-            there is codeword attention, whose weights would grow with
-            (K·|dilations|)²; True with another front-end is refused.
+            all. Default None: per dilation with `"kernels"` (codeword
+            attention then weighs every dilation's codewords together,
+            (K·|dilations|)² weights; with both, the attention NBoF
+            did better on two training series a class: benchmarks/RESULTS.md,
+            "Tiny training sets, continued"); True with another front-end
+            is refused.
         temporal_rank: Rank r of the temporal attention's W = 1/L + U Vᵀ
             (2·L·r weights, default 8); None for the paper's full L × L W,
             whose weights grow with the square of the steps L.
@@ -137,9 +141,8 @@ def nbof_classifier(
         front_end_compression: None, or c > 0: with `"kernels"`, each
             standardized response r becomes asinh(c · r) before the
             quantizer (see `local_front_end`). Default `"auto"`:
-            `COMPRESSION` (10) with `"kernels"` and no attention, None
-            otherwise (the attention NBoF was not measured with it;
-            `benchmarks/RESULTS.md` measures NBoF with c = 10 against
+            `COMPRESSION` (10) with `"kernels"`, None otherwise
+            (`benchmarks/RESULTS.md` measures NBoF with c = 10 against
             none).
         name: Model name; default `"nbof"` or `"attention_nbof"`.
 
@@ -161,10 +164,9 @@ def nbof_classifier(
                                           resolve_scaling(scaling, codebook_data, mask_value))
     # "auto" by the input's width, once: local_front_end takes it resolved.
     front_end = resolve_front_end(front_end, h.shape[-1])
-    if isinstance(front_end_compression, str) and front_end_compression == "auto":
-        front_end_compression = COMPRESSION if front_end.kind == "kernels" and not attention else None
+    front_end_compression = kernels_default(front_end_compression, front_end, COMPRESSION)
     if codebook_per_dilation is None:
-        codebook_per_dilation = front_end.kind == "kernels" and "codeword" not in attention
+        codebook_per_dilation = front_end.kind == "kernels"
     validation.check_bool("codebook_per_dilation", codebook_per_dilation)
     if codebook_per_dilation and front_end.kind != "kernels":
         raise ValueError(
@@ -205,7 +207,7 @@ def recurrent_nbof_classifier(
     dropout=0.2,
     codebook_data=None,
     seed=None,
-    front_end_compression=None,
+    front_end_compression="auto",
     name="recurrent_nbof",
 ):
     """Recurrent NBoF: `RecurrentBoFCell` histograms s_j averaged over the
@@ -238,11 +240,12 @@ def recurrent_nbof_classifier(
     `"kernels"` (`RECURRENT_MAX_STEPS`; 32 with `"conv"` and `"window"`):
     every step left is a step of the recurrence, and at 512 it trained
     several times slower than with `"conv"` (`RECURRENT_MAX_STEPS` says
-    where what 128 costs is measured), and `front_end_compression` defaults to
-    None (no compression; it was not measured here; for several features
-    per step it needs `front_end="kernels"`, as "auto" gives the raw
-    steps). The recurrent
-    quantizer's layer is named `recurrent_quantizer`.
+    where what 128 costs is measured). `front_end_compression="auto"`
+    compresses the kernels' responses as `nbof_classifier` does (it
+    lifted the recurrent NBoF on two training series a class:
+    benchmarks/RESULTS.md, "Tiny training sets, continued"); the raw steps
+    "auto" gives several features per step are not compressed. The
+    recurrent quantizer's layer is named `recurrent_quantizer`.
     """
     _check_head(num_classes, hidden_units, dropout)
     inputs, h, statistics = scaled_inputs(input_shape, mask_value, normalization,
@@ -253,7 +256,7 @@ def recurrent_nbof_classifier(
     if isinstance(max_steps, str) and max_steps == "auto" and front_end.max_steps(RECURRENT_MAX_STEPS) is not None:
         max_steps = front_end.max_steps(RECURRENT_MAX_STEPS)
     h = local_front_end(h, front_end, front_end_filters, window_size, max_steps,
-                        compression=front_end_compression)
+                        compression=kernels_default(front_end_compression, front_end, COMPRESSION))
     states = keras.layers.RNN(RecurrentBoFCell(num_codewords), return_sequences=True,
                               name="recurrent_quantizer")(h)
     histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(states)

@@ -153,8 +153,8 @@ class BuilderSpec:
             width and `kwargs` the caller's builder arguments.
         front_end: The default of the builder's `front_end` argument
             (a test holds the two equal).
-        recipe: The `Recipe` for its default front-end, and for any
-            front-end not in `front_end_recipes`.
+        recipe: The `Recipe` for any resolved front-end kind not in
+            `front_end_recipes`.
         front_end_recipes: `((kind, Recipe), ...)`: the front-ends
             (resolved kinds: `"conv"`, `"window"`, `"kernels"` or None)
             that train by a recipe of their own.
@@ -175,18 +175,22 @@ class BuilderSpec:
         return dict(self.front_end_recipes).get(kind, self.recipe) if hashable else self.recipe
 
 
-# NBoF with the kernels (its default) learns nothing before the quantizer,
-# and at NBoF's longest series the default rate still underfitted; a
-# higher rate fitted it in as many updates. With a learned front-end (or
-# on the raw steps) it underfitted the longer sets at 1,500 updates, so it
+# With the kernels nothing is learned before the quantizer, and at NBoF's
+# longest series the default rate still underfitted; a higher rate fitted
+# it in as many updates. On two training series a class the recurrent NBoF
+# and C(TABL) over the kernels did better with it too (benchmarks/RESULTS.md,
+# "Tiny training sets, continued"), so every builder trains by it with the
+# kernels. With a learned front-end (or on
+# the raw steps) NBoF underfitted the longer sets at 1,500 updates, so it
 # plans more (benchmarks/RESULTS.md, "MiniRocket's kernels as the
 # front-end: choosing its recipe (NBoF)" and "The learned front-end's
 # defaults and recipe").
+KERNELS_RECIPE = Recipe(learning_rate=1e-2, gradient_steps=1500)
 BUILDERS = (
-    BuilderSpec(nbof_classifier, _nbof, "kernels", Recipe(learning_rate=1e-2, gradient_steps=1500),
+    BuilderSpec(nbof_classifier, _nbof, "kernels", KERNELS_RECIPE,
                 tuple((front_end, Recipe(gradient_steps=4000)) for front_end in ("conv", "window", None))),
-    BuilderSpec(recurrent_nbof_classifier, _recurrent_nbof, "auto", Recipe()),
-    BuilderSpec(tabl_network, _tabl, "auto", Recipe()),
+    BuilderSpec(recurrent_nbof_classifier, _recurrent_nbof, "auto", Recipe(), (("kernels", KERNELS_RECIPE),)),
+    BuilderSpec(tabl_network, _tabl, "auto", Recipe(), (("kernels", KERNELS_RECIPE),)),
     BuilderSpec(drrt_classifier, _drrt, None, Recipe(), paired=True),
 )
 
@@ -204,27 +208,31 @@ def builder_spec(builder):
     return next((spec for spec in BUILDERS if spec.build is builder), None)
 
 
-def recipe_for(builder, **kwargs):
+def recipe_for(builder, features=None, **kwargs):
     """The `Recipe` `train_classifier` trains `builder` by when it is
-    called with the builder arguments `kwargs`: by the `front_end` they
-    name, or the builder's default (`BuilderSpec`); `Recipe()` for a
-    function of one's own. `"auto"` stands for the kernels or the raw
-    steps by the data's width (`resolve_front_end`), which
-    `train_classifier` knows and this function does not: where the two
-    train by different recipes, name the front-end."""
+    called with the builder arguments `kwargs` on data of `features`
+    values per step: by the `front_end` they name, or the builder's
+    default (`BuilderSpec`); `Recipe()` for a function of one's own.
+    `"auto"` stands for the kernels or the raw steps by the data's width
+    (`resolve_front_end`); without `features`, where the two train by
+    different recipes, name the front-end or give `features`."""
+    if features is not None:
+        validation.check_positive_int("features", features)
     spec = builder_spec(builder)
     if spec is None:
         return Recipe()
     front_end = kwargs.get("front_end", spec.front_end)
+    if features is not None:
+        return spec.recipe_for(resolve_front_end(front_end, features).kind)
     kind = front_end.kind if isinstance(front_end, FrontEnd) else front_end
     if not (isinstance(kind, str) and kind == "auto"):
         return spec.recipe_for(kind)
-    univariate, multivariate = (spec.recipe_for(resolve_front_end("auto", features).kind) for features in (1, 2))
+    univariate, multivariate = (spec.recipe_for(resolve_front_end("auto", width).kind) for width in (1, 2))
     if univariate is not multivariate:
         raise ValueError(
             f"Argument `front_end='auto'` is the kernels for one feature per step and the raw steps for several, "
-            f"which {builder.__name__} trains by different recipes; name the front-end (\"kernels\" or None), or "
-            "call train_classifier, which knows the data's width."
+            f"which {builder.__name__} trains by different recipes; name the front-end (\"kernels\" or None), give "
+            "`features` (the data's values per step), or call train_classifier, which knows the data's width."
         )
     return univariate
 

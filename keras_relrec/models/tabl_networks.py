@@ -6,7 +6,9 @@ import numpy as np
 from keras_relrec.layers import TABL
 from keras_relrec.layers import BilinearLayer
 from keras_relrec.layers import SegmentMean
+from keras_relrec.models.front_end import COMPRESSION
 from keras_relrec.models.front_end import WINDOW_SIZE
+from keras_relrec.models.front_end import kernels_default
 from keras_relrec.models.front_end import local_front_end
 from keras_relrec.models.front_end import resolve_front_end
 from keras_relrec.models.front_end import resolve_scaling
@@ -26,9 +28,10 @@ KINDS = ("TABL", "BL")
 # bilinear layers have fewer positions to fit to few training series
 # (benchmarks/RESULTS.md, "C(TABL) over 8 segments").
 NUM_SEGMENTS = 8
-# `num_codewords="auto"` with the kernels: the quantizers' codewords of
-# C(TABL) in benchmarks/bench_ucr.py.
-NUM_CODEWORDS = 16
+# `num_codewords="auto"` with the kernels: each dilation's codewords, as
+# NBoF's; 16 did worse on generated sets of two series a class
+# (benchmarks/RESULTS.md, "Tiny training sets, continued").
+NUM_CODEWORDS = 32
 
 
 def tabl_network(
@@ -46,7 +49,7 @@ def tabl_network(
     front_end_filters=32,
     window_size=WINDOW_SIZE,
     max_steps="auto",
-    front_end_compression=None,
+    front_end_compression="auto",
     num_codewords="auto",
     num_segments="auto",
     codebook_data=None,
@@ -74,7 +77,7 @@ def tabl_network(
     ```
 
     The defaults choose by the input: one value per step (a raw
-    univariate series) gets local histograms, the kernels with 16
+    univariate series) gets local histograms, the kernels with 32
     codewords per dilation (`front_end="auto"`, `num_codewords="auto"`:
     C(TABL) in `benchmarks/bench_ucr.py`); several values per step (the
     paper's order-book features) the paper's network on the steps as they
@@ -124,10 +127,11 @@ def tabl_network(
             where one value per step says little on its own.
         front_end_filters, window_size, max_steps, front_end_compression:
             Of the front-end (see `nbof_classifier`); the compression
-            defaults to None here (none).
+            `"auto"` (default) is asinh(10 · r) with the kernels, as in
+            `nbof_classifier`.
         num_codewords: None (no quantizer), K codewords of each quantizer
             (channels_last only), or `"auto"` (default): `NUM_CODEWORDS`
-            (16) with the kernels, None with any other front-end.
+            (32) with the kernels, None with any other front-end.
         num_segments: S, the segments' number, with `num_codewords` only;
             `"auto"` (default) is `NUM_SEGMENTS` = 8, or the number of
             steps the front-end leaves where that is fewer. The
@@ -151,7 +155,7 @@ def tabl_network(
     series) the first W1 is D' × 1: every hidden feature is a scaled copy
     of the series, and the shape of the series is left to W2's weights per
     step alone. Raw univariate series therefore get local histograms by
-    default (`front_end="auto"`: the kernels, `num_codewords="auto"`: 16;
+    default (`front_end="auto"`: the kernels, `num_codewords="auto"`: 32;
     C(TABL) in `benchmarks/bench_ucr.py`, above 1-NN DTW on its univariate
     and its multivariate sets, and above `front_end="conv"`:
     benchmarks/RESULTS.md, "Ready-made classifiers on UCR/UEA sets", the
@@ -179,6 +183,7 @@ def tabl_network(
     features = input_shape[-1] if data_format == "channels_last" else None
     front_end = resolve_front_end(front_end, features) if features is not None or front_end != "auto" else None
     num_codewords = resolve_num_codewords(num_codewords, front_end)
+    front_end_compression = kernels_default(front_end_compression, front_end, COMPRESSION)
     auto_segments = isinstance(num_segments, str) and num_segments == "auto"
     if num_codewords is None:
         if not auto_segments:
@@ -250,9 +255,7 @@ def resolve_num_codewords(num_codewords, front_end):
     """`tabl_network`'s `num_codewords`: `"auto"` is `NUM_CODEWORDS` with
     the kernels (`front_end`, a resolved `FrontEnd` or None), None
     otherwise; anything else as given (checked by the builder)."""
-    if not (isinstance(num_codewords, str) and num_codewords == "auto"):
-        return num_codewords
-    return NUM_CODEWORDS if front_end is not None and front_end.kind == "kernels" else None
+    return kernels_default(num_codewords, front_end, NUM_CODEWORDS)
 
 
 def compile_as_in_paper(model, learning_rate=0.01):

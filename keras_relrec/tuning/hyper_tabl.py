@@ -29,6 +29,10 @@ class HyperTABL(hyper_model.SequenceHyperModel):
     | learning_rate | Float | 1e-4 to 1e-2, log | 0.01 |
 
     `max_norm` 0.0 is no max-norm constraint; 3, 5 and 7 are the paper's.
+    `tabl_network`'s other arguments keep their defaults: the paper's
+    network on the steps for several features per step; for one feature
+    per step, local histograms over MiniRocket's kernels, whose codebooks
+    start at random here (`fit_codebook` sets them by k-means).
 
     Args:
         input_shape: One example, (T, D) with `"channels_last"` or (D, T)

@@ -104,12 +104,15 @@ def test_compressed_kernel_responses(tmp_path):
     np.testing.assert_allclose(keras.saving.load_model(tmp_path / "nbof.keras")(x), model(x), atol=1e-6)
     one = recurrent_nbof_classifier((40, 2), 3, 5, front_end="kernels", front_end_compression=np.float32(2.0))
     assert one.get_layer("front_end_scale").scale == 2.0
-    # NBoF's default: c = 10 with the kernels and no attention; none with
-    # attention, another front-end, or in the other builders.
-    assert nbof_classifier((40, 2), 3, 5).get_layer("front_end_scale_d1").scale == 10.0
-    for model in (nbof_classifier((40, 2), 3, 5, attention=("temporal",)),
-                  nbof_classifier((40, 2), 3, 5, front_end="conv"),
-                  recurrent_nbof_classifier((40, 2), 3, 5, front_end="kernels")):
+    # The default of every builder: c = 10 with the kernels (attention or
+    # not), none with another front-end.
+    for attention in ((), ("temporal",), ("codeword", "temporal")):
+        assert nbof_classifier((40, 2), 3, 5, attention=attention).get_layer("front_end_scale_d1").scale == 10.0
+    assert recurrent_nbof_classifier((40, 2), 3, 5, front_end="kernels").get_layer("front_end_scale").scale == 10.0
+    assert tabl_network("C", input_shape=(40, 1), num_classes=3).get_layer("front_end_scale_d1").scale == 10.0
+    for model in (nbof_classifier((40, 2), 3, 5, front_end="conv"), recurrent_nbof_classifier((40, 2), 3, 5),
+                  tabl_network("C", input_shape=(40, 1), num_classes=3, front_end="conv"),
+                  nbof_classifier((40, 2), 3, 5, front_end_compression=None)):
         assert not any("asinh" in layer.name for layer in model.layers), model.name
     with pytest.raises(ValueError, match="`front_end_compression`.*front_end='conv'"):
         nbof_classifier((40, 2), 3, 5, front_end="conv", front_end_compression=10.0)
@@ -120,11 +123,15 @@ def test_compressed_kernel_responses(tmp_path):
         nbof_classifier((40, 2), 3, 5, front_end="rocket", front_end_compression=10.0)
 
 
-def test_one_codebook_with_codeword_attention_or_one_dilation():
-    """Codeword attention over every dilation's codewords would have
-    (K·|dilations|)² weights: with it the default is one codebook (K × K).
-    At one dilation (12 steps) there is nothing to split."""
+def test_codeword_attention_over_every_dilations_codewords_or_one_codebook():
+    """With the kernels, codeword attention sees every dilation's codewords
+    side by side ((K·|dilations|)² weights) by default, as NBoF without it
+    has a codebook per dilation; `codebook_per_dilation=False` gives one
+    codebook (K × K). At one dilation (12 steps) there is nothing to split."""
     model = nbof_classifier((40, 2), 3, 5, attention=("codeword",))
+    assert model.get_layer("front_end_d1").dilations == (1,) and "memberships" in [layer.name for layer in model.layers]
+    assert [tuple(w.shape) for w in model.get_layer("codeword_attention").weights if len(w.shape) == 2] == [(15, 15)]
+    model = nbof_classifier((40, 2), 3, 5, attention=("codeword",), codebook_per_dilation=False)
     names = [layer.name for layer in model.layers]
     assert "quantizer" in names and "memberships" not in names and "front_end" in names
     assert model.get_layer("front_end").dilations == (1, 2, 4)
@@ -170,12 +177,13 @@ def test_padding_changes_nothing(build):
 
 def test_recurrent_nbof_front_end_by_the_input_width():
     """`front_end="auto"` (the recurrent NBoF's default): MiniRocket's
-    kernels before the recurrent quantizer for one feature per step; for
-    several, the normalized steps themselves are its input."""
+    kernels before the recurrent quantizer for one feature per step, their
+    responses compressed; for several, the normalized steps themselves are
+    its input."""
     univariate = recurrent_nbof_classifier((40, 1), 3, 5)
     assert univariate.get_layer("front_end").mode == "kernels"
     assert keras.tree.flatten(univariate.get_layer("recurrent_quantizer").input)[0] is \
-        univariate.get_layer("front_end_norm").output
+        univariate.get_layer("front_end_asinh").output
     multivariate = recurrent_nbof_classifier((40, 3), 3, 5, normalization=(np.zeros(3), np.ones(3)))
     assert not any(name.startswith("front_end") for name in (layer.name for layer in multivariate.layers))
     assert keras.tree.flatten(multivariate.get_layer("recurrent_quantizer").input)[0] is \

@@ -195,8 +195,9 @@ def test_small_classes_train_on_everything_for_the_planned_updates():
 def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch):
     """MiniRocket's kernels learn nothing, so `max_steps="auto"` keeps up
     to 512 steps of them (32 of the learned front-end). They are NBoF's
-    default front-end, trained by its recipe; NBoF's other front-ends
-    train by the `front_end_recipes` of its `BuilderSpec`."""
+    default front-end, trained by its recipe, as the recurrent NBoF and
+    C(TABL) are with the kernels; NBoF's other front-ends train by the
+    `front_end_recipes` of its `BuilderSpec`."""
     assert local_front_end(keras.Input((427, 1)), "kernels").shape[1] == 427
     # Stride ⌈1460 / 512⌉ = 3.
     assert local_front_end(keras.Input((1460, 1)), "kernels").shape[1] == 487
@@ -216,16 +217,30 @@ def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch
     for front_end in ("conv", "window", None):
         assert recipe_for(nbof_classifier, front_end=front_end) is builder_spec(nbof_classifier).recipe_for(front_end)
         assert recipe_for(nbof_classifier, front_end=front_end).gradient_steps == 4000
-    for builder, front_end in [(recurrent_nbof_classifier, "kernels"), (tabl_network, "kernels"),
-                               (tabl_network, None), (nbof_classifier, ["conv"])]:
-        assert recipe_for(builder, front_end=front_end) is builder_spec(builder).recipe
+    # Every builder trains by NBoF's recipe over the kernels, and by its
+    # own otherwise.
+    for builder in (recurrent_nbof_classifier, tabl_network):
+        assert recipe_for(builder, front_end="kernels") is kernels
+        own = builder_spec(builder).recipe
+        assert recipe_for(builder, front_end=None) is recipe_for(builder, front_end="conv") is own
+        assert builder_spec(builder).recipe == Recipe()
+    assert recipe_for(nbof_classifier, front_end=["conv"]) is builder_spec(nbof_classifier).recipe
     assert recipe_for(lstm_behind_the_front_end) == Recipe()
     # "auto" is the kernels for one feature per step and the raw steps for
-    # several: recipe_for does not know the width, which matters for NBoF
-    # (two recipes) and not for the recurrent NBoF (one).
-    with pytest.raises(ValueError, match="front_end='auto'.*nbof_classifier trains by different recipes"):
-        recipe_for(nbof_classifier, front_end="auto")
-    assert recipe_for(recurrent_nbof_classifier) is builder_spec(recurrent_nbof_classifier).recipe
+    # several: without the data's width recipe_for cannot choose between
+    # two recipes; with it, it chooses as train_classifier does.
+    for builder in (nbof_classifier, recurrent_nbof_classifier, tabl_network):
+        with pytest.raises(ValueError, match=f"front_end='auto'.*{builder.__name__} trains by different recipes"):
+            recipe_for(builder, front_end="auto")
+    assert recipe_for(recurrent_nbof_classifier, 1) is recipe_for(tabl_network, features=1) is kernels
+    assert recipe_for(recurrent_nbof_classifier, 3) == recipe_for(tabl_network, features=3) == Recipe()
+    assert recipe_for(nbof_classifier, 3) is kernels
+    assert recipe_for(nbof_classifier, 1, front_end="auto") is kernels
+    assert recipe_for(nbof_classifier, 3, front_end="auto").gradient_steps == 4000
+    assert recipe_for(tabl_network, 1, front_end="conv") == Recipe()
+    for builder in (tabl_network, lstm_behind_the_front_end):
+        with pytest.raises(ValueError, match="features=0"):
+            recipe_for(builder, features=0)
     # train_classifier goes by them: short stand-ins plan the epochs that run
     # (nine examples a class: nothing held out, every epoch runs).
     x, _ = ramps(18)
@@ -289,11 +304,15 @@ def test_a_class_without_examples_does_not_switch_the_hold_out_off():
 def test_the_recipes_by_builder_of_0_2_read_the_specs():
     """`RECIPES` and `FRONT_END_RECIPES` stay importable, read-only views
     of `BUILDERS`: NBoF by 1,500 updates at 1e-2, and 4,000 with a learned
-    front-end or none."""
+    front-end or none; the recurrent NBoF and C(TABL) at 1e-2 with the
+    kernels."""
     assert set(models.RECIPES) == {spec.build for spec in models.BUILDERS}
     assert models.RECIPES[models.nbof_classifier][1] == models.Recipe(learning_rate=1e-2, gradient_steps=1500)
-    assert set(models.FRONT_END_RECIPES) == {(models.nbof_classifier, kind) for kind in ("conv", "window", None)}
-    assert all(r.gradient_steps == 4000 for r in models.FRONT_END_RECIPES.values())
+    kernels = {(models.recurrent_nbof_classifier, "kernels"), (models.tabl_network, "kernels")}
+    learned = {(models.nbof_classifier, kind) for kind in ("conv", "window", None)}
+    assert set(models.FRONT_END_RECIPES) == learned | kernels
+    assert all(r.gradient_steps == 4000 for key, r in models.FRONT_END_RECIPES.items() if key not in kernels)
+    assert all(models.FRONT_END_RECIPES[key] is models.RECIPES[models.nbof_classifier][1] for key in kernels)
     with pytest.raises(TypeError):
         models.RECIPES[models.tabl_network] = None
 
@@ -351,12 +370,13 @@ def test_every_builder_reads_the_shape_at_any_amplitude(builder):
 
 def test_tabl_network_chooses_its_front_end_by_the_input():
     """`front_end="auto"`: a raw univariate series gets local histograms
-    (the kernels, 16 codewords per dilation); several features per step,
+    (the kernels, 32 codewords per dilation, compressed); several features per step,
     the paper's network on the steps."""
     univariate = tabl_network(input_shape=(40, 1), num_classes=2)
     quantizers = [layer for layer in univariate.layers if isinstance(layer, models.nbof_classifiers.BoFQuantizer)]
-    assert quantizers and all(q.num_codewords == 16 for q in quantizers)
+    assert quantizers and all(q.num_codewords == 32 for q in quantizers)
     assert univariate.get_layer("front_end_d1").mode == "kernels"
+    assert univariate.get_layer("front_end_scale_d1").scale == 10.0
     paper = tabl_network(input_shape=(10, 40), num_classes=3)
     assert not [layer for layer in paper.layers if "front_end" in layer.name or "quantizer" in layer.name]
     assert tabl_network(input_shape=(40, 10), data_format="channels_first").count_params() == paper.count_params()

@@ -87,7 +87,7 @@ def test_local_histograms():
     valid[8:, 25:] = False
     mean, variance = x[valid].mean(), x[valid].var()
     model = tabl_network("C", input_shape=(40, 1), num_classes=2, mask_value=-1e4, normalization=(mean, variance),
-                         front_end="kernels", num_codewords=4, codebook_data=x, seed=0)
+                         front_end="kernels", num_codewords=4, codebook_data=x, seed=0, front_end_compression=None)
     quantizers = [layer for layer in model.layers if isinstance(layer, BoFQuantizer)]
     groups = len(kernel_dilations(40))
     assert groups > 1 and [q.name for q in quantizers] == [f"quantizer_{k}" for k in range(1, groups + 1)]
