@@ -35,8 +35,9 @@ sets, for every seed:
   and NBoF, attention NBoF, recurrent NBoF and C(TABL) with the
   learned "conv" front-end instead (NBoF's trained by its recipe in
   its `BuilderSpec.front_end_recipes`; C(TABL)'s without a quantizer, the earlier
-  setting), the recurrent NBoF with the kernels on the multivariate
-  sets, and C(TABL) with 16 segments (the default before 8).
+  setting); `MODELS` also runs the recurrent NBoF with the kernels on the
+  multivariate sets and C(TABL) with 16 segments (the default before 8),
+  not fitted again under the current defaults.
 
 Long series, on the univariate sets and the first seed: recurrent NBoF, an
 LSTM and a relational memory, each on the raw steps (every step, one value

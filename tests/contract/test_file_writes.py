@@ -87,11 +87,14 @@ def _fingerprint(path):
     if path.is_dir():
         # A SavedModel's bytes vary from save to save: its files and its
         # variables' values (reading them fails on a partial checkpoint).
+        # Keras numbers the variables its functions use (`_all_variables/i`)
+        # in the order the traced graphs capture them, which varies from
+        # save to save of one model: the values count, not their names.
         import tensorflow as tf
 
         reader = tf.train.load_checkpoint(str(path / "variables" / "variables"))
-        values = {name: hashlib.sha256(reader.get_tensor(name).tobytes()).hexdigest()
-                  for name in reader.get_variable_to_shape_map() if not name.startswith("_CHECKPOINTABLE")}
+        values = sorted(hashlib.sha256(reader.get_tensor(name).tobytes()).hexdigest()
+                        for name in reader.get_variable_to_shape_map() if not name.startswith("_CHECKPOINTABLE"))
         return sorted(str(file.relative_to(path)) for file in path.rglob("*") if file.is_file()), values
     if path.suffix in (".keras", ".npz"):
         with zipfile.ZipFile(path) as archive:
