@@ -20,8 +20,11 @@ sets, for every seed:
 - attention NBoF: the same with codeword and temporal attention (the
   temporal W of rank 8);
 - recurrent NBoF: `recurrent_nbof_classifier` (its default front-end,
-  "auto": on univariate sets the kernels, at most 128 steps, compressed;
-  on multivariate ones the raw steps);
+  "auto": on univariate sets the kernels, at most 128 steps, compressed,
+  each dilation's responses a sequence of their own through a recurrent
+  quantizer, forwards and, with a second one, backwards, 64 codewords
+  by its recipe; on multivariate ones the raw steps, one direction, 32
+  codewords);
 - C(TABL): `tabl_network("C", "TABL")` over local histograms: the
   "kernels" front-end (at most 512 steps, compressed), a quantizer of 32
   codewords per dilation, and for each of 8 segments of the time axis its
@@ -32,7 +35,9 @@ sets, for every seed:
   (`front_end_compression=None`, the earlier default), and with one
   codebook over every dilation, uncompressed (the default before that),
   the attention NBoF so too (its default before the tiny-set changes),
-  and NBoF, attention NBoF, recurrent NBoF and C(TABL) with the
+  the recurrent NBoF with one quantizer over every dilation, one
+  direction and 32 codewords (its default before it read each dilation
+  by itself both ways), and NBoF, attention NBoF, recurrent NBoF and C(TABL) with the
   learned "conv" front-end instead (NBoF's trained by its recipe in
   its `BuilderSpec.front_end_recipes`; C(TABL)'s without a quantizer, the earlier
   setting); `MODELS` also runs the recurrent NBoF with the kernels on the
@@ -138,6 +143,11 @@ MODELS = {
     "attention_nbof_conv": ("attention NBoF, conv", "nbof_classifier",
                             {"attention": ("codeword", "temporal"), "front_end": "conv"}, BOTH),
     "recurrent_nbof_conv": ("recurrent NBoF, conv", "recurrent_nbof_classifier", {"front_end": "conv"}, BOTH),
+    # Its default before the tiny-set changes: one quantizer over every
+    # dilation, one direction, 32 codewords (on multivariate sets, the raw
+    # steps: the default itself).
+    "recurrent_nbof_one_quantizer": ("recurrent NBoF, one quantizer", "recurrent_nbof_classifier",
+                                     {"split_dilations": False, "bidirectional": False, "num_codewords": 32}, BOTH),
     # On univariate sets the default ("auto") is the kernels.
     "recurrent_nbof_kernels": ("recurrent NBoF, kernels", "recurrent_nbof_classifier", {"front_end": "kernels"},
                                ("multivariate",)),
@@ -164,7 +174,7 @@ LONG_SERIES = {"recurrent NBoF": ("recurrent_nbof_raw", "recurrent_nbof_conv"), 
 # them.
 BUILDERS = ("nbof", "attention_nbof", "recurrent_nbof", "tabl", "drrt")
 OPTIONS = ("nbof_uncompressed", "nbof_one_codebook", "nbof_conv", "attention_nbof_one_codebook", "attention_nbof_conv",
-           "recurrent_nbof_conv", "recurrent_nbof_kernels", "tabl_16", "tabl_conv")
+           "recurrent_nbof_one_quantizer", "recurrent_nbof_conv", "recurrent_nbof_kernels", "tabl_16", "tabl_conv")
 # The held-out protocol (`held_out_lines`): each builder's configuration
 # (its default or one of its options) is chosen by the mean on one half of
 # the sets and reported on the other, both ways round; the halves each
@@ -173,7 +183,7 @@ OPTIONS = ("nbof_uncompressed", "nbof_one_codebook", "nbof_conv", "attention_nbo
 FAMILIES = {
     "NBoF": ("nbof", "nbof_uncompressed", "nbof_one_codebook", "nbof_conv"),
     "attention NBoF": ("attention_nbof", "attention_nbof_one_codebook", "attention_nbof_conv"),
-    "recurrent NBoF": ("recurrent_nbof", "recurrent_nbof_conv"),
+    "recurrent NBoF": ("recurrent_nbof", "recurrent_nbof_one_quantizer", "recurrent_nbof_conv"),
     "C(TABL)": ("tabl", "tabl_16", "tabl_conv"),
 }
 # NBoF's scalings, beside the builders on the generated sets only.

@@ -255,14 +255,15 @@ def test_ucr_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_ucr.py", tmp_path, monkeypatch)
     row = next(line for line in text.splitlines() if line.startswith("| ItalyPowerDemand |"))
     # Every model has its cell: published DTW, the two baselines, the five
-    # builders and the nine options, of which the DRRT and one option run
+    # builders and the ten options, of which the DRRT and one option run
     # on multivariate sets only ("–" here); then the long-series table, raw
     # steps against front-end.
-    assert row.count("|") == 6 + 2 + 5 + 9 + 1 and "95.0" in row and row.count("–") == 2
+    assert row.count("|") == 6 + 2 + 5 + 10 + 1 and "95.0" in row and row.count("–") == 2
     for model in ("MiniRocket", "1-NN DTW", "NBoF", "attention NBoF", "recurrent NBoF", "C(TABL)",
                   "NBoF, one codebook", "NBoF, uncompressed", "NBoF, conv", "attention NBoF, one codebook",
                   "attention NBoF, conv",
-                  "recurrent NBoF, conv", "recurrent NBoF, kernels", "C(TABL), 16 segments", "C(TABL), conv",
+                  "recurrent NBoF, one quantizer", "recurrent NBoF, conv", "recurrent NBoF, kernels",
+                  "C(TABL), 16 segments", "C(TABL), conv",
                   "front_end_recipes", "The goal, as measured", "LSTM, raw steps", "relational memory, front-end"):
         assert model in text
     long_row = [line for line in text.splitlines() if line.startswith("| ItalyPowerDemand | 24 |")]

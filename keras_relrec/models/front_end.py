@@ -273,7 +273,8 @@ def local_front_end(sequence, front_end="conv", filters=32, window_size=WINDOW_S
     gives a list instead: for each dilation d its own
     `LocalFeatures(kernels, dilations=(d,))` and BatchNorm (`{name}_d{d}`,
     `{name}_norm_d{d}`), the same responses apart, for a model that
-    quantizes each dilation with its own codebook.
+    quantizes each dilation by itself (NBoF: a codebook each; the recurrent
+    NBoF: a sequence each through one recurrent quantizer).
 
     s = ⌈steps / max_steps⌉ (1 for an unknown length): a long series is
     shortened to at most `max_steps` steps, each summing up its block of s

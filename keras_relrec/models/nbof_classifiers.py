@@ -165,15 +165,7 @@ def nbof_classifier(
     # "auto" by the input's width, once: local_front_end takes it resolved.
     front_end = resolve_front_end(front_end, h.shape[-1])
     front_end_compression = kernels_default(front_end_compression, front_end, COMPRESSION)
-    if codebook_per_dilation is None:
-        codebook_per_dilation = front_end.kind == "kernels"
-    validation.check_bool("codebook_per_dilation", codebook_per_dilation)
-    if codebook_per_dilation and front_end.kind != "kernels":
-        raise ValueError(
-            f"Argument `codebook_per_dilation` must be False or None with "
-            f"front_end={front_end.label} (only the kernels have dilations); received "
-            f"codebook_per_dilation={codebook_per_dilation!r}."
-        )
+    codebook_per_dilation = _per_dilation("codebook_per_dilation", codebook_per_dilation, front_end)
     if "input" in attention:
         h = TwoDAttention(axis=2, name="input_attention")(h)
     parts = local_front_end(h, front_end, front_end_filters, window_size, max_steps,
@@ -208,6 +200,8 @@ def recurrent_nbof_classifier(
     codebook_data=None,
     seed=None,
     front_end_compression="auto",
+    split_dilations=None,
+    bidirectional=None,
     name="recurrent_nbof",
 ):
     """Recurrent NBoF: `RecurrentBoFCell` histograms s_j averaged over the
@@ -216,8 +210,10 @@ def recurrent_nbof_classifier(
     ```
     sequence → [Masking] → [Normalization, or SeriesNormalization: scaling]
              → [local features: front_end]
-             → RNN(RecurrentBoFCell) → mean over the valid steps
-             [, SeriesStatistics] → head
+             → RNN(RecurrentBoFCell; with the kernels, each dilation's
+               responses a sequence of their own: groups)
+               [and a second one over the steps backwards: bidirectional]
+             → mean over the valid steps [, SeriesStatistics] → head
     ```
 
     Input: as `nbof_classifier`, whose reasons for a front-end hold here
@@ -234,8 +230,7 @@ def recurrent_nbof_classifier(
     `"conv"` for the same reason.
 
     Args: as `nbof_classifier` without `attention`, `temporal_rank`
-    and `codebook_per_dilation` (one recurrent quantizer sees every
-    dilation), except that `front_end` defaults to `"auto"` (above),
+    and `codebook_per_dilation`, except that `front_end` defaults to `"auto"` (above),
     `max_steps="auto"` is 128 with
     `"kernels"` (`RECURRENT_MAX_STEPS`; 32 with `"conv"` and `"window"`):
     every step left is a step of the recurrence, and at 512 it trained
@@ -244,8 +239,25 @@ def recurrent_nbof_classifier(
     compresses the kernels' responses as `nbof_classifier` does (it
     lifted the recurrent NBoF on two training series a class:
     benchmarks/RESULTS.md, "Tiny training sets, continued"); the raw steps
-    "auto" gives several features per step are not compressed. The
-    recurrent quantizer's layer is named `recurrent_quantizer`.
+    "auto" gives several features per step are not compressed.
+    `split_dilations`: with `"kernels"`, whether the one recurrent
+    quantizer reads each dilation's responses as a sequence of its own
+    (`RecurrentBoFCell(groups=…)`: one codebook and one set of gates, a
+    state and a histogram of K per dilation) rather than all of them as one
+    vector (K in all). Default None: per dilation with `"kernels"` (on two
+    training series a class it did better, and trained faster, the
+    vectors being narrower: benchmarks/RESULTS.md, "Tiny training sets,
+    the recurrent NBoF"); True with another front-end is refused.
+    `bidirectional`: whether a second recurrent quantizer, weights of its
+    own, reads the steps backwards, its histogram beside the first's
+    (`keras.layers.Bidirectional`; the model then needs the whole series,
+    as the mean over the steps does anyway). Default None: with
+    `"kernels"` (on two training series a class it lifted the recurrent
+    NBoF most, same section), not on the raw steps, where it was not
+    measured. The recurrent quantizer's layer is named
+    `recurrent_quantizer` (with `bidirectional`, a `Bidirectional` whose
+    halves are `forward_recurrent_quantizer` and
+    `backward_recurrent_quantizer`).
     """
     _check_head(num_classes, hidden_units, dropout)
     inputs, h, statistics = scaled_inputs(input_shape, mask_value, normalization,
@@ -255,10 +267,20 @@ def recurrent_nbof_classifier(
     front_end = resolve_front_end(front_end, h.shape[-1])
     if isinstance(max_steps, str) and max_steps == "auto" and front_end.max_steps(RECURRENT_MAX_STEPS) is not None:
         max_steps = front_end.max_steps(RECURRENT_MAX_STEPS)
-    h = local_front_end(h, front_end, front_end_filters, window_size, max_steps,
-                        compression=kernels_default(front_end_compression, front_end, COMPRESSION))
-    states = keras.layers.RNN(RecurrentBoFCell(num_codewords), return_sequences=True,
-                              name="recurrent_quantizer")(h)
+    split_dilations = _per_dilation("split_dilations", split_dilations, front_end)
+    if bidirectional is None:
+        bidirectional = front_end.kind == "kernels"
+    validation.check_bool("bidirectional", bidirectional)
+    parts = local_front_end(h, front_end, front_end_filters, window_size, max_steps,
+                            split_dilations=split_dilations,
+                            compression=kernels_default(front_end_compression, front_end, COMPRESSION))
+    groups = len(parts) if isinstance(parts, list) else 1
+    h = keras.layers.Concatenate(name="dilations")(parts) if groups > 1 else parts
+    recurrence = keras.layers.RNN(RecurrentBoFCell(num_codewords, groups=groups), return_sequences=True,
+                                  name="recurrent_quantizer")
+    if bidirectional:
+        recurrence = keras.layers.Bidirectional(recurrence, name="recurrent_quantizer")
+    states = recurrence(h)
     histogram = keras.layers.GlobalAveragePooling1D(name="histogram")(states)
     outputs = _head(histogram, statistics, num_classes, hidden_units, dropout, seed)
     model = keras.Model(inputs, outputs, name=name)
@@ -275,6 +297,20 @@ def quantize(parts, num_codewords, **kwargs):
     parts = parts if isinstance(parts, list) else [parts]
     return [BoFQuantizer(num_codewords, name="quantizer" if len(parts) == 1 else f"quantizer_{k}", **kwargs)(part)
             for k, part in enumerate(parts, start=1)]
+
+
+def _per_dilation(name, value, front_end):
+    """A builder's per-dilation switch `name`, resolved: None is True with
+    the kernels (a resolved `FrontEnd`), False otherwise."""
+    if value is None:
+        return front_end.kind == "kernels"
+    validation.check_bool(name, value)
+    if value and front_end.kind != "kernels":
+        raise ValueError(
+            f"Argument `{name}` must be False or None with front_end={front_end.label} (only the kernels "
+            f"have dilations); received {name}={value!r}."
+        )
+    return value
 
 
 def _check_head(num_classes, hidden_units, dropout):
@@ -299,8 +335,7 @@ def fit_codebook(model, data, seed=None):
             "Argument `codebook_data` must be an array of training sequences "
             f"(examples, steps, features); received {type(data).__name__}."
         )
-    quantizers = [layer for layer in model.layers if isinstance(layer, BoFQuantizer)
-                  or isinstance(getattr(layer, "cell", None), RecurrentBoFCell)]
+    quantizers = [layer for layer in model.layers if isinstance(layer, BoFQuantizer) or _bof_cells(layer)]
     # `layer.input` is a tuple of the call's tensors; the features come first.
     seen = keras.Model(model.inputs, [keras.tree.flatten(q.input)[0] for q in quantizers]).predict(data, verbose=0)
     seen = keras.tree.flatten(seen)
@@ -315,7 +350,18 @@ def fit_codebook(model, data, seed=None):
         if valid.shape[1] > steps:
             valid = np.asarray(front.compute_mask(None, valid))
     for layer, vectors in zip(quantizers, seen):
-        getattr(layer, "cell", layer).adapt(vectors[valid], seed=seed)
+        first, *others = _bof_cells(layer) or [layer]
+        first.adapt(vectors[valid], seed=seed)
+        # A Bidirectional's second half sees the same vectors.
+        for other in others:
+            other.codebook.assign(first.codebook)
+
+
+def _bof_cells(layer):
+    """The `RecurrentBoFCell`s `layer` runs: an RNN's cell, or both halves'
+    of a `Bidirectional`."""
+    halves = [layer.forward_layer, layer.backward_layer] if isinstance(layer, keras.layers.Bidirectional) else [layer]
+    return [half.cell for half in halves if isinstance(getattr(half, "cell", None), RecurrentBoFCell)]
 
 
 def _head(histogram, statistics, num_classes, hidden_units, dropout, seed):

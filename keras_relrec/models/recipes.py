@@ -113,6 +113,12 @@ def _front_end(x, mask_value, kwargs, front_end, caps=MAX_STEPS):
     return kwargs
 
 
+# The recurrent NBoF's codewords with the kernels (by default a histogram
+# of them per dilation and direction): chosen on two training series a
+# class (benchmarks/RESULTS.md, "Tiny training sets, the recurrent NBoF").
+RECURRENT_KERNELS_CODEWORDS = 64
+
+
 def _nbof(x, num_classes, mask_value, normalization, seed, resolved_front_end, **kwargs):
     return nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32), mask_value=mask_value,
                            normalization=normalization, codebook_data=x, seed=seed,
@@ -120,7 +126,8 @@ def _nbof(x, num_classes, mask_value, normalization, seed, resolved_front_end, *
 
 
 def _recurrent_nbof(x, num_classes, mask_value, normalization, seed, resolved_front_end, **kwargs):
-    return recurrent_nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", 32),
+    codewords = RECURRENT_KERNELS_CODEWORDS if resolved_front_end.kind == "kernels" else 32
+    return recurrent_nbof_classifier(x.shape[1:], num_classes, kwargs.pop("num_codewords", codewords),
                                      mask_value=mask_value, normalization=normalization, codebook_data=x,
                                      seed=seed,
                                      **_front_end(x, mask_value, kwargs, resolved_front_end, RECURRENT_MAX_STEPS))

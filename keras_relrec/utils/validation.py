@@ -125,6 +125,23 @@ def check_states_batch(layer, inputs, states):
             )
 
 
+def check_cell_states(cell, inputs, states):
+    """`check_states_batch`, and a `ValueError` when a state's shape after
+    the batch differs from the cell's (`compute_output_shape` for one step
+    of `inputs`, where both are known): a state of another width would be
+    broadcast silently or fail in the backend."""
+    check_states_batch(cell, inputs, states)
+    _, expected = cell.compute_output_shape(tuple(inputs.shape))
+    for k, (state, shape) in enumerate(zip(states, expected)):
+        got, want = tuple(state.shape[1:]), tuple(shape[1:])
+        if len(got) != len(want) or any(g is not None and w is not None and g != w for g, w in zip(got, want)):
+            raise ValueError(
+                f"{type(cell).__name__} received states[{k}] of shape {tuple(state.shape)} for steps of shape "
+                f"{tuple(inputs.shape)}; expected (batch, {', '.join(map(str, want))}). Give initial states of "
+                "the shapes `get_initial_state` returns."
+            )
+
+
 def check_numpy_seed(value):
     """A seed for `numpy.random.default_rng`: None, a non-negative int or a
     sequence of them, or a NumPy `SeedSequence`, `BitGenerator` or

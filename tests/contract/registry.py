@@ -369,6 +369,17 @@ ENTRIES = [
         bad_rank_match=r"steps of shape \(batch, features\)",
     ),
     Entry(
+        layers.RecurrentBoFCell,
+        # Two groups of three features, each its own sequence of states.
+        {"num_codewords": 4, "groups": 2, "bias_initializer": "random_normal"},
+        (5, 6),
+        variant="groups",
+        is_cell=True,
+        recurrent=True,
+        bad_kwargs=[({"groups": 0}, "groups")],
+        bad_rank_match=r"steps of shape \(batch, features\)",
+    ),
+    Entry(
         layers.RelationalMemoryCell,
         # Two blocks, two heads, a key size apart from the head size and
         # random biases, so that every weight shapes the output.

@@ -1,6 +1,6 @@
 """Mistakes refused early, for every entry: a bad constructor argument, an
 input of the wrong rank or size, an empty batch or no steps, integer
-inputs, and states of another batch size raise a `ValueError` that names
+inputs, and states of another batch size or width raise a `ValueError` that names
 what is wrong, or give the right answer; never a backend error or a silent
 broadcast."""
 
@@ -109,11 +109,18 @@ def test_call_time_inputs(entry):
     integers = x if entry.input_dtype == "int32" else each_input(entry, x, lambda v: np.round(v * 2))
     assert_close(layer(each_input(entry, integers, lambda v: v.astype("int32"))),
                  layer(each_input(entry, integers, lambda v: v.astype("float32"))))
-    # Initial states of another batch size are refused, not broadcast.
+    # Initial states of another batch size, or of another width, are
+    # refused, not broadcast.
     if entry.recurrent:
         states = [np.ones((1,) + tuple(s.shape[1:]), "float32") for s in layer.get_initial_state(1)]
         with pytest.raises(ValueError, match="batch size"):
             layer(x, initial_state=states)
+        batch = as_list(x)[0].shape[0]
+        right = [np.zeros(s.shape, "float32") for s in layer.get_initial_state(batch)]
+        for k, state in enumerate(right):
+            wider = np.zeros(state.shape[:-1] + (state.shape[-1] + 1,), "float32")
+            with pytest.raises(ValueError, match=rf"states\[{k}\] of shape"):
+                layer(x, initial_state=right[:k] + [wider] + right[k + 1:])
 
 
 @pytest.mark.parametrize("entry", STATEFUL_ENTRIES, ids=lambda e: e.id)

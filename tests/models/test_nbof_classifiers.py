@@ -10,6 +10,7 @@ from keras_relrec.models import local_front_end
 from keras_relrec.models import nbof_classifier
 from keras_relrec.models import recurrent_nbof_classifier
 from keras_relrec.models import tabl_network
+from tests.layers.bag_of_features.reference import recurrent_bof
 
 
 def padded_batch(seed=0, batch=6, steps=9, features=3):
@@ -103,12 +104,12 @@ def test_compressed_kernel_responses(tmp_path):
     model.save(tmp_path / "nbof.keras")
     np.testing.assert_allclose(keras.saving.load_model(tmp_path / "nbof.keras")(x), model(x), atol=1e-6)
     one = recurrent_nbof_classifier((40, 2), 3, 5, front_end="kernels", front_end_compression=np.float32(2.0))
-    assert one.get_layer("front_end_scale").scale == 2.0
+    assert one.get_layer("front_end_scale_d1").scale == 2.0
     # The default of every builder: c = 10 with the kernels (attention or
     # not), none with another front-end.
     for attention in ((), ("temporal",), ("codeword", "temporal")):
         assert nbof_classifier((40, 2), 3, 5, attention=attention).get_layer("front_end_scale_d1").scale == 10.0
-    assert recurrent_nbof_classifier((40, 2), 3, 5, front_end="kernels").get_layer("front_end_scale").scale == 10.0
+    assert recurrent_nbof_classifier((40, 2), 3, 5, front_end="kernels").get_layer("front_end_scale_d1").scale == 10.0
     assert tabl_network("C", input_shape=(40, 1), num_classes=3).get_layer("front_end_scale_d1").scale == 10.0
     for model in (nbof_classifier((40, 2), 3, 5, front_end="conv"), recurrent_nbof_classifier((40, 2), 3, 5),
                   tabl_network("C", input_shape=(40, 1), num_classes=3, front_end="conv"),
@@ -157,6 +158,80 @@ def test_minirocket_kernels_front_end():
         nbof_classifier((40, 2), 3, 5, front_end="rocket")
 
 
+def test_recurrent_nbof_reads_each_dilation_as_a_sequence_of_its_own():
+    """With the kernels (dilations 1, 2, 4 for 40 steps) the one recurrent
+    quantizer reads each dilation's responses as a sequence of its own
+    (`groups`): its codebook is k-means of every dilation's vectors
+    together, and the histogram has K bins per dilation.
+    `split_dilations=False` gives it every dilation as one vector."""
+    from sklearn.cluster import KMeans
+
+    rng = np.random.default_rng(8)
+    x, y = rng.normal(size=(8, 40, 1)).astype("float32"), rng.integers(0, 3, 8)
+    x[0, 30:] = 0.0  # padding, left out of k-means
+    model = recurrent_nbof_classifier((40, 1), 3, 5, max_steps=20, codebook_data=x, seed=0)
+    both = model.get_layer("recurrent_quantizer")  # and a second one backwards: see below
+    seen = keras.Model(model.input, [model.get_layer(f"front_end_asinh_d{d}").output for d in (1, 2, 4)]).predict(
+        x, verbose=0)
+    valid = np.ones((8, 20), bool)
+    valid[0, 15:] = False  # blocks of 2 steps: 30–39 are padding
+    vectors = np.concatenate([part[valid] for part in seen], axis=1).reshape(-1, 84).astype("float64")
+    expected = KMeans(5, n_init=4, random_state=0).fit(vectors).cluster_centers_
+    for half in (both.forward_layer, both.backward_layer):
+        assert half.cell.groups == 3 and half.cell.codebook.shape == (5, 84)
+        np.testing.assert_allclose(half.cell.codebook.numpy(), expected, atol=1e-4)
+    assert model.get_layer("histogram").output.shape == (None, 2 * 3 * 5)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(x, y, epochs=1, verbose=0)
+    joint = recurrent_nbof_classifier((40, 1), 3, 5, split_dilations=False, bidirectional=False)
+    assert joint.get_layer("recurrent_quantizer").cell.groups == 1
+    assert joint.get_layer("histogram").output.shape == (None, 5)
+    assert keras.tree.flatten(joint.get_layer("recurrent_quantizer").input)[0].shape == (None, 40, 3 * 84)
+    with pytest.raises(ValueError, match="split_dilations"):
+        recurrent_nbof_classifier((40, 1), 3, 5, split_dilations="yes")
+    with pytest.raises(ValueError, match="`split_dilations`.*front_end='conv'"):
+        recurrent_nbof_classifier((40, 1), 3, 5, front_end="conv", split_dilations=True)
+
+
+def test_bidirectional_recurrent_nbof_against_numpy():
+    """`bidirectional=True`: the histogram is the mean of the forward
+    states over the valid steps beside the mean of a second cell's states
+    run from the last valid step back to the first (NumPy, float64);
+    padding enters neither. It is the default with the kernels only."""
+    x, _ = padded_batch(seed=12)
+    model = recurrent_nbof_classifier((9, 3), 4, 5, front_end=None, bidirectional=True)
+    both = model.get_layer("recurrent_quantizer")
+    histogram = keras.Model(model.input, model.get_layer("histogram").output)(x)
+    lengths = np.sum(np.any(x != 0.0, axis=-1), axis=1)
+    for k, n in enumerate(lengths):
+        steps = x[k:k + 1, :n].astype("float64")
+        halves = []
+        for half, order in ((both.forward_layer, steps), (both.backward_layer, steps[:, ::-1])):
+            weights = [w.astype("float64") for w in half.cell.get_weights()]
+            halves.append(recurrent_bof(order, np.zeros((1, 5)), *weights)[0].mean(0))
+        np.testing.assert_allclose(histogram[k], np.concatenate(halves), atol=1e-5)
+    assert not np.allclose(both.forward_layer.cell.get_weights()[2], both.backward_layer.cell.get_weights()[2])
+    assert not isinstance(recurrent_nbof_classifier((40, 3), 3, 5).get_layer("recurrent_quantizer"),
+                          keras.layers.Bidirectional)
+    assert not isinstance(recurrent_nbof_classifier((40, 1), 3, 5, front_end="conv").get_layer(
+        "recurrent_quantizer"), keras.layers.Bidirectional)
+    with pytest.raises(ValueError, match="bidirectional"):
+        recurrent_nbof_classifier((40, 1), 3, 5, bidirectional="yes")
+
+
+def test_recurrent_nbof_exports_to_tflite(tmp_path):
+    """The default with the kernels (each dilation a sequence of its own,
+    both directions) runs in LiteRT as in Keras."""
+    rng = np.random.default_rng(13)
+    x = rng.normal(size=(3, 40, 1)).astype("float32")
+    x[1, 25:] = 0.0  # padding: the backward half starts at the last valid step
+    model = recurrent_nbof_classifier((40, 1), 4, 5, codebook_data=x, seed=0)
+    summary = export_tflite(model, tmp_path / "recurrent.tflite", dynamic_length=False)
+    assert not [op for op in summary["ops"] if op.startswith("CUSTOM")]
+    np.testing.assert_allclose(run_sequence(tmp_path / "recurrent.tflite", x)["output"],
+                               model.predict(x, verbose=0), atol=1e-5)
+
+
 @pytest.mark.parametrize("build", [
     lambda: nbof_classifier((None, 3), 4, 5, attention=("input", "codeword"), front_end="conv"),
     lambda: nbof_classifier((None, 3), 4, 5, front_end="kernels"),
@@ -164,6 +239,8 @@ def test_minirocket_kernels_front_end():
     lambda: nbof_classifier((None, 3), 4, 5, front_end="kernels", window_size=17),
     lambda: recurrent_nbof_classifier((None, 3), 4, 5),
     lambda: recurrent_nbof_classifier((None, 3), 4, 5, front_end="kernels"),
+    # Dilations 1 and 2, each a sequence of its own through the one cell.
+    lambda: recurrent_nbof_classifier((None, 3), 4, 5, front_end="kernels", window_size=17),
 ])
 def test_padding_changes_nothing(build):
     """A sequence gives the same logits however much padding follows it."""
@@ -181,9 +258,9 @@ def test_recurrent_nbof_front_end_by_the_input_width():
     responses compressed; for several, the normalized steps themselves are
     its input."""
     univariate = recurrent_nbof_classifier((40, 1), 3, 5)
-    assert univariate.get_layer("front_end").mode == "kernels"
-    assert keras.tree.flatten(univariate.get_layer("recurrent_quantizer").input)[0] is \
-        univariate.get_layer("front_end_asinh").output
+    assert univariate.get_layer("front_end_d1").mode == "kernels"
+    assert univariate.get_layer("dilations").input == [univariate.get_layer(f"front_end_asinh_d{d}").output
+                                                       for d in (1, 2, 4)]
     multivariate = recurrent_nbof_classifier((40, 3), 3, 5, normalization=(np.zeros(3), np.ones(3)))
     assert not any(name.startswith("front_end") for name in (layer.name for layer in multivariate.layers))
     assert keras.tree.flatten(multivariate.get_layer("recurrent_quantizer").input)[0] is \

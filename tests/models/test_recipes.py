@@ -22,6 +22,7 @@ from keras_relrec.models import tabl_network
 from keras_relrec.models import train_classifier
 from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
 from keras_relrec.models.front_end import resolve_front_end
+from keras_relrec.models.recipes import RECURRENT_KERNELS_CODEWORDS
 from keras_relrec.models.recipes import _front_end
 from keras_relrec.models.recipes import front_end_max_steps
 from keras_relrec.models.recipes import stratified_split
@@ -263,6 +264,24 @@ def test_the_kernels_front_end_keeps_more_steps_and_is_nbofs_default(monkeypatch
         assert any(layer.name.startswith("front_end") for layer in model.layers) == (width == 1)
 
 
+def test_the_recurrent_nbof_recipe_gives_the_kernels_more_codewords():
+    """`train_classifier` builds the recurrent NBoF with
+    `RECURRENT_KERNELS_CODEWORDS` per dilation and direction with the
+    kernels, 32 on the raw steps of several features; a number given is
+    kept."""
+    rng = np.random.default_rng(14)
+    x = rng.normal(size=(12, 40, 1)).astype("float32")
+    make = builder_spec(recurrent_nbof_classifier).make
+    for data, front_end, codewords in ((x, "kernels", RECURRENT_KERNELS_CODEWORDS), (np.repeat(x, 3, -1), None, 32)):
+        model = make(data, 3, None, None, 0, resolve_front_end("auto", data.shape[-1]))
+        layer = model.get_layer("recurrent_quantizer")
+        cell = (layer.forward_layer if front_end else layer).cell
+        assert cell.num_codewords == codewords and isinstance(layer, keras.layers.Bidirectional) == bool(front_end)
+    model = make(x, 3, None, None, 0, resolve_front_end("auto", 1), num_codewords=7)
+    assert model.get_layer("recurrent_quantizer").forward_layer.cell.num_codewords == 7
+    assert RECURRENT_KERNELS_CODEWORDS != 32
+
+
 def test_the_recurrent_nbof_keeps_fewer_steps_of_the_kernels():
     """Every step the front-end leaves is a step of the recurrence: with
     the kernels (its default for one feature per step) `max_steps="auto"`
@@ -270,7 +289,7 @@ def test_the_recurrent_nbof_keeps_fewer_steps_of_the_kernels():
     length."""
     model = recurrent_nbof_classifier((1460, 1), 3, 4)
     # Stride ⌈1460 / 128⌉ = 12.
-    assert model.get_layer("front_end").mode == "kernels" and model.get_layer("front_end").output.shape[1] == 122
+    assert model.get_layer("front_end_d1").mode == "kernels" and model.get_layer("front_end_d1").output.shape[1] == 122
     assert recurrent_nbof_classifier((1460, 1), 3, 4, front_end="conv").get_layer("front_end_1").output.shape[1] == 32
     x = np.zeros((5, 400, 1), "float32")
     for k, n in enumerate([200, 256, 300, 350, 400]):

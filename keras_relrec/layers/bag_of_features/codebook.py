@@ -20,7 +20,7 @@ def check_codeword_arguments(num_codewords, distance, initial_scale, epsilon):
 
 
 def kmeans_codebook(data, num_codewords, sample_size=100_000, seed=None, mask_value=None,
-                    n_init=4, features=None):
+                    n_init=4, features=None, groups=1):
     """k-means centres of feature vectors sampled from `data`.
 
     Uses scikit-learn's `KMeans` (extra `[kmeans]`).
@@ -37,9 +37,12 @@ def kmeans_codebook(data, num_codewords, sample_size=100_000, seed=None, mask_va
         n_init: k-means restarts. Default 4.
         features: The vector size the caller expects, if it has one; a
             mismatch raises before k-means runs.
+        groups: Each vector is `groups` vectors of D / `groups` side by
+            side, clustered as vectors of their own (after the padding is
+            left out). Default 1.
 
     Returns:
-        float64 array (K, D).
+        float64 array (K, D / groups).
     """
     try:
         from sklearn.cluster import KMeans
@@ -58,6 +61,12 @@ def kmeans_codebook(data, num_codewords, sample_size=100_000, seed=None, mask_va
         )
     if mask_value is not None:
         vectors = vectors[~np.all(vectors == mask_value, axis=-1)]
+    if vectors.shape[-1] % groups:
+        raise ValueError(
+            f"Argument `groups` must divide the feature vectors' size: groups={groups} for vectors of size "
+            f"{vectors.shape[-1]}. Give data whose features are {groups} groups of equal size."
+        )
+    vectors = vectors.reshape(-1, vectors.shape[-1] // groups)
     if len(vectors) > sample_size:
         rng = np.random.default_rng(seed)
         vectors = vectors[rng.choice(len(vectors), sample_size, replace=False)]
@@ -87,14 +96,15 @@ def feature_vectors(data):
     return array.reshape(-1, array.shape[-1])
 
 
-def adapt_codebook(layer, data, input_shape, sample_size, seed, mask_value, n_init):
+def adapt_codebook(layer, data, input_shape, sample_size, seed, mask_value, n_init, groups=1):
     """Sets `layer.codebook` (K = `layer.num_codewords`) to the k-means
-    centres of `data`'s vectors (see `kmeans_codebook`), building the layer
-    first, for `input_shape(D)`, if it is not built yet."""
+    centres of `data`'s vectors, or of their `groups` parts (see
+    `kmeans_codebook`), building the layer first, for `input_shape(D)`, if
+    it is not built yet."""
     centres = kmeans_codebook(
         data, layer.num_codewords, sample_size, seed, mask_value, n_init,
-        features=layer.codebook.shape[-1] if layer.built else None,
+        features=layer.codebook.shape[-1] * groups if layer.built else None, groups=groups,
     )
     if not layer.built:
-        layer.build(input_shape(centres.shape[-1]))
+        layer.build(input_shape(centres.shape[-1] * groups))
     layer.codebook.assign(centres.astype(layer.codebook.dtype))

@@ -49,12 +49,23 @@ class RecurrentBoFCell(keras.layers.Layer):
     the valid steps, is `RNN(cell, return_sequences=True)` followed by
     `keras.layers.GlobalAveragePooling1D()`, which honours the mask.
 
+    With `groups=G` each step is G vectors side by side,
+    x_j = [x_j^(1), …, x_j^(G)] of D / G features each, and each is its own
+    sequence through the same codebook, scales, gates and U_d: s_j =
+    [s_j^(1), …, s_j^(G)], every s_j^(g) by the equations above from
+    x_j^(g) and s_{j−1}^(g). keras_relrec's classifiers quantize each
+    dilation of MiniRocket's kernels so (`recurrent_nbof_classifier`):
+    one histogram per dilation, for the weights of one.
+
     Args:
         num_codewords: Positive int K.
         distance: `"l2"` (default) or `"squared_l2"`, as in `BoFQuantizer`.
         initial_scale: Positive float, initial value of the per-dimension
             scales w_k. Default 1.0.
         epsilon: Non-negative float under the square root. Default 1e-12.
+        groups: Positive int G (default 1): the features of a step are G
+            vectors of equal size, each quantized with a state of its own
+            (above); the output and the state have G·K values.
         codebook_initializer: Default `"random_normal"`; `adapt(data)`
             sets the codebook by k-means instead, as for `BoFQuantizer`.
         kernel_initializer: Of W_r, W_z; default `"glorot_uniform"`.
@@ -64,7 +75,7 @@ class RecurrentBoFCell(keras.layers.Layer):
 
     Call arguments:
         inputs: One step, (batch, D).
-        states: `[s]`, (batch, K).
+        states: `[s]`, (batch, G·K).
 
     Returns:
         `(s_j, [s_j])`.
@@ -88,6 +99,7 @@ class RecurrentBoFCell(keras.layers.Layer):
         distance="l2",
         initial_scale=1.0,
         epsilon=1e-12,
+        groups=1,
         codebook_initializer="random_normal",
         kernel_initializer="glorot_uniform",
         recurrent_initializer="orthogonal",
@@ -97,12 +109,13 @@ class RecurrentBoFCell(keras.layers.Layer):
         super().__init__(**kwargs)
         self.num_codewords, self.distance, self.initial_scale, self.epsilon = check_codeword_arguments(
             num_codewords, distance, initial_scale, epsilon)
+        self.groups = validation.check_positive_int("groups", groups)
         self.codebook_initializer = keras.initializers.get(codebook_initializer)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.state_size = [self.num_codewords]
-        self.output_size = self.num_codewords
+        self.state_size = [self.groups * self.num_codewords]
+        self.output_size = self.groups * self.num_codewords
 
     def build(self, input_shape):
         if len(input_shape) != 2 or input_shape[-1] is None:
@@ -111,8 +124,14 @@ class RecurrentBoFCell(keras.layers.Layer):
                 "(sequences of shape (batch, time, features)); received steps "
                 f"of shape {tuple(input_shape)}."
             )
-        features, k = input_shape[-1], self.num_codewords
-        self.input_spec = keras.layers.InputSpec(ndim=2, axes={-1: features})
+        if input_shape[-1] % self.groups:
+            raise ValueError(
+                f"RecurrentBoFCell with groups={self.groups} expects a number of features that "
+                f"{self.groups} divides (the groups side by side); received steps of shape "
+                f"{tuple(input_shape)}. Give groups that divides {input_shape[-1]}."
+            )
+        self.input_spec = keras.layers.InputSpec(ndim=2, axes={-1: input_shape[-1]})
+        features, k = input_shape[-1] // self.groups, self.num_codewords
         self.codebook = self.add_weight(
             name="codebook", shape=(k, features),
             initializer=clone_initializer(self.codebook_initializer, "codebook"),
@@ -139,8 +158,12 @@ class RecurrentBoFCell(keras.layers.Layer):
         )
 
     def call(self, inputs, states):
-        validation.check_states_batch(self, inputs, states)
+        validation.check_cell_states(self, inputs, states)
         previous = states[0]
+        if self.groups > 1:
+            # The groups as rows of their own: (batch · G, D / G), (batch · G, K).
+            inputs = ops.reshape(inputs, (-1, self.codebook.shape[-1]))
+            previous = ops.reshape(previous, (-1, self.num_codewords))
         logits = codeword_logits(inputs, self.codebook, self.scales, self.distance, self.epsilon)
         gates = ops.sigmoid(
             ops.matmul(inputs, self.kernel) + ops.matmul(previous, self.recurrent_kernel)
@@ -152,20 +175,23 @@ class RecurrentBoFCell(keras.layers.Layer):
         recurrent = ops.cast(ops.matmul(reset * previous, self.quantizer_kernel), logits.dtype)
         memberships = ops.cast(ops.softmax(logits + recurrent, axis=-1), self.compute_dtype)
         histogram = (1.0 - update) * previous + update * memberships
+        if self.groups > 1:
+            histogram = ops.reshape(histogram, (-1, self.groups * self.num_codewords))
         return histogram, [histogram]
 
     def adapt(self, data, sample_size=100_000, seed=None, mask_value=None, n_init=4):
         """Sets the codebook to the k-means centres of sampled feature
-        vectors, as `BoFQuantizer.adapt` does."""
+        vectors (with `groups`, of their groups), as `BoFQuantizer.adapt`
+        does."""
         adapt_codebook(self, data, lambda features: (None, features),
-                       sample_size, seed, mask_value, n_init)
+                       sample_size, seed, mask_value, n_init, groups=self.groups)
 
     def get_initial_state(self, batch_size=None):
-        return [ops.zeros((batch_size, self.num_codewords), dtype=self.compute_dtype)]
+        return [ops.zeros((batch_size, self.groups * self.num_codewords), dtype=self.compute_dtype)]
 
     def compute_output_shape(self, inputs_shape, states_shape=None):
         batch = inputs_shape[0]
-        return (batch, self.num_codewords), [(batch, self.num_codewords)]
+        return (batch, self.groups * self.num_codewords), [(batch, self.groups * self.num_codewords)]
 
     def get_config(self):
         config = {
@@ -173,6 +199,7 @@ class RecurrentBoFCell(keras.layers.Layer):
             "distance": self.distance,
             "initial_scale": self.initial_scale,
             "epsilon": self.epsilon,
+            "groups": self.groups,
             "codebook_initializer": keras.initializers.serialize(self.codebook_initializer),
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),

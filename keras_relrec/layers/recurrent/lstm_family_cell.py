@@ -260,8 +260,8 @@ def add_peephole_weights(cell, gates, shape):
 def dropped_step_inputs(cell, inputs, states, training):
     """`(x_t, h_{t-1}, c_{t-1})` of one step of an LSTM-family cell (a
     `DropoutRNNCell`), with its dropout masks applied in training; states
-    whose batch is not the inputs' raise."""
-    validation.check_states_batch(cell, inputs, states)
+    whose batch or shape is not the inputs' raise."""
+    validation.check_cell_states(cell, inputs, states)
     h_tm1, c_tm1 = states[0], states[1]
     if training and cell.dropout > 0.0:
         inputs = inputs * cell.get_dropout_mask(inputs)

@@ -266,7 +266,7 @@ class RelationalMemoryCell(keras.layers.Layer):
         return new_memory, [flat, ops.ones_like(states[1])], attention
 
     def call(self, inputs, states):
-        validation.check_states_batch(self, inputs, states)
+        validation.check_cell_states(self, inputs, states)
         _, new_states, _ = self.step(inputs, states)
         return new_states[0], new_states
 

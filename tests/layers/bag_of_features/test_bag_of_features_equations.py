@@ -17,26 +17,11 @@ from keras_relrec.layers import LocalFeatures
 from keras_relrec.layers import RecurrentBoFCell
 from keras_relrec.layers import SegmentMean
 from keras_relrec.layers import TwoDAttention
+from tests.layers.bag_of_features.reference import memberships
+from tests.layers.bag_of_features.reference import recurrent_bof
+from tests.layers.bag_of_features.reference import softmax
 
 ATOL = 1e-5
-
-
-def softmax(z, axis=-1):
-    z = z - z.max(axis=axis, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def memberships(x, codebook, scales, distance, epsilon=1e-12):
-    """φ_nk = softmax_k(−‖w_k ⊙ (x_n − v_k)‖) by explicit differences."""
-    diff = (x[..., None, :] - codebook) * scales  # (..., K, D)
-    squared = (diff**2).sum(-1)
-    d = squared if distance == "squared_l2" else np.sqrt(squared + epsilon)
-    return softmax(-d)
 
 
 def random_quantizer(rng, k, d, dtype="float32", **kwargs):
@@ -372,21 +357,6 @@ def test_tau_stays_in_the_unit_interval():
     assert float(layer.tau.numpy()) in (0.0, 1.0)
 
 
-def recurrent_bof(x, s0, codebook, scales, kernel, recurrent, bias, quantizer):
-    """The documented recurrence, step by step, from state s0."""
-    k = codebook.shape[0]
-    s, outputs = s0, []
-    for t in range(x.shape[1]):
-        xt = x[:, t]
-        a = -np.sqrt((((xt[:, None, :] - codebook) * scales) ** 2).sum(-1) + 1e-12)
-        gates = sigmoid(xt @ kernel + s @ recurrent + bias)
-        r, z = gates[:, :k], gates[:, k:]
-        u = softmax(a + (r * s) @ quantizer)
-        s = (1 - z) * s + z * u
-        outputs.append(s)
-    return np.stack(outputs, 1)
-
-
 def test_recurrent_bof_cell(precision):
     rng = np.random.default_rng(9)
     b, t, d, k = 3, 6, 4, 5
@@ -400,6 +370,53 @@ def test_recurrent_bof_cell(precision):
     cell.set_weights([precision.array(w) for w in weights])
     got = rnn(precision.array(x), initial_state=[precision.array(s0)])
     precision.assert_close(got, recurrent_bof(x, s0, *weights), atol=ATOL)
+
+
+def test_recurrent_bof_cell_groups(precision):
+    """`groups=G`: each of the G parts of a step is its own sequence
+    through the same weights, with its own K states side by side."""
+    rng = np.random.default_rng(19)
+    b, t, d, k, g = 3, 5, 4, 3, 2
+    cell = RecurrentBoFCell(k, groups=g)
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    x = rng.normal(size=(b, t, g * d))
+    s0 = np.concatenate([rng.dirichlet(np.ones(k), size=b) for _ in range(g)], axis=1)
+    rnn(precision.array(x), initial_state=[precision.array(s0)])
+    weights = [rng.uniform(-0.8, 0.8, w.shape) for w in cell.get_weights()]
+    weights[1] = np.abs(weights[1]) + 0.2  # scales
+    cell.set_weights([precision.array(w) for w in weights])
+    got = rnn(precision.array(x), initial_state=[precision.array(s0)])
+    expected = np.concatenate([recurrent_bof(x[..., j * d:(j + 1) * d], s0[:, j * k:(j + 1) * k], *weights)
+                               for j in range(g)], axis=-1)
+    assert cell.codebook.shape == (k, d) and cell.state_size == [g * k]
+    precision.assert_close(got, expected, atol=ATOL)
+    with pytest.raises(ValueError, match="groups=2 expects a number of features that 2 divides.*received steps of "
+                                         r"shape \(None, 5\)"):
+        RecurrentBoFCell(k, groups=2).build((None, 5))
+    for bad in (0, 1.5, "2"):
+        with pytest.raises(ValueError, match="groups"):
+            RecurrentBoFCell(k, groups=bad)
+    # A state of one group's width would reshape to one row and broadcast.
+    with pytest.raises(ValueError, match=r"states\[0\] of shape \(1, 3\).*expected \(batch, 6\)"):
+        rnn(x[:1], initial_state=[np.zeros((1, k))])
+
+
+def test_recurrent_bof_groups_adapt_on_the_parts():
+    """With groups, k-means runs on the parts of the valid steps."""
+    from sklearn.cluster import KMeans
+
+    rng = np.random.default_rng(20)
+    x = rng.normal(size=(6, 7, 4)).astype("float32")
+    x[0, 4:] = 0.0  # padding
+    cell = RecurrentBoFCell(3, groups=2)
+    cell.adapt(x, seed=0, mask_value=0.0)
+    vectors = x.reshape(-1, 4)
+    vectors = vectors[~np.all(vectors == 0.0, axis=-1)].reshape(-1, 2).astype("float64")
+    expected = KMeans(3, n_init=4, random_state=0).fit(vectors).cluster_centers_
+    np.testing.assert_allclose(cell.codebook.numpy(), expected, atol=1e-5)
+    assert cell.built and cell.kernel.shape == (2, 6)
+    with pytest.raises(ValueError, match="`groups` must divide.*groups=2 for vectors of size 3"):
+        RecurrentBoFCell(3, groups=2).adapt(x[..., :3], seed=0)
 
 
 def test_recurrent_bof_adapt_and_sequence_histogram():
