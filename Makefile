@@ -117,6 +117,7 @@ bench: $(VENV)/.installed-test $(OLD_RUNTIME)/.installed
 	$(PY) benchmarks/bench_transformer_xl.py
 	$(PY) benchmarks/bench_transformer_xl_wt103.py
 	$(PY) benchmarks/bench_segment_cache.py
+	$(PY) benchmarks/bench_first_step.py
 	$(PY) benchmarks/bench_local_recurrence.py
 	$(PY) benchmarks/bench_relation_transformer.py
 	OLD_RUNTIME_PYTHON=$(OLD_RUNTIME)/bin/python $(PY) benchmarks/bench_edge_targets.py

@@ -125,6 +125,16 @@ def test_transformer_xl_benchmark_quick(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+def test_first_step_benchmark_quick(tmp_path, monkeypatch):
+    text = run_quick("bench_first_step.py", tmp_path, monkeypatch)
+    assert "<!-- bench_first_step:start -->" in text and "<!-- bench_first_step:end -->" in text
+    assert "Quick smoke-test run" in text and "failed" not in text
+    for row in ("| LSTM | fit | graph |", "| Transformer-XL | fit | graph |", "| Transformer-XL | export | graph |"):
+        assert row in text
+    assert "the Transformer-XL's takes" in text
+
+
+@pytest.mark.slow
 def test_transformer_xl_wt103_benchmark_quick(tmp_path, monkeypatch):
     text = run_quick("bench_transformer_xl_wt103.py", tmp_path, monkeypatch)
     assert "<!-- bench_transformer_xl_wt103:start -->" in text and "<!-- bench_transformer_xl_wt103:end -->" in text

@@ -3,6 +3,7 @@
 
 - `serve`: whole sequences in, the model's outputs out, computed with the
   builtins-only recurrent loop. Batch and (by default) time are dynamic.
+  Both trace a layer's loops of a known count unrolled (`ops.loops`).
 - `step`: one time step (or one chunk of `plan.chunk_length` steps, for
   layers that step by chunks) and every stateful layer's states in, the
   output for that step (chunk) and the new states out, by name.
@@ -26,6 +27,7 @@ from keras import tree
 
 from keras_relrec.export.graph import model_graph
 from keras_relrec.export.graph import recurrent_loop
+from keras_relrec.ops import loops
 from keras_relrec.utils import keras_internals
 
 
@@ -51,11 +53,12 @@ def serve_fn(model, plan, unroll=False):
 
     def serve(inputs):
         args = [inputs[name] for name in plan.inputs]
-        outputs = model_graph.run(
-            model,
-            args if len(args) > 1 else args[0],
-            lambda op: sequence_call(op) if id(op) in recurrent else _builtin_swap(op),
-        )
+        with loops.unrolled():
+            outputs = model_graph.run(
+                model,
+                args if len(args) > 1 else args[0],
+                lambda op: sequence_call(op) if id(op) in recurrent else _builtin_swap(op),
+            )
         return output_dict(outputs)
 
     return serve
@@ -87,11 +90,12 @@ def step_fn(model, plan, check_batch=False):
 
             return call
 
-        output = model_graph.run(
-            model,
-            tf.expand_dims(frame, 1) if plan.chunk_length is None else frame,
-            lambda op: step_call(nodes[id(op)]) if id(op) in nodes else _builtin_swap(op),
-        )
+        with loops.unrolled():
+            output = model_graph.run(
+                model,
+                tf.expand_dims(frame, 1) if plan.chunk_length is None else frame,
+                lambda op: step_call(nodes[id(op)]) if id(op) in nodes else _builtin_swap(op),
+            )
         if plan.keeps_time_axis:
             output = tf.squeeze(output, 1)  # TFLite Micro slices at most 4-D tensors
         return {"output": output, **new_states}

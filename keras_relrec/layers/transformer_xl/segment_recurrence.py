@@ -16,6 +16,7 @@ from keras_relrec.layers.transformer_xl.transformer_xl_block import TransformerX
 from keras_relrec.ops import any_valid
 from keras_relrec.ops import axis_size
 from keras_relrec.ops import lookup_rows
+from keras_relrec.ops import loops
 from keras_relrec.ops import micro_forms
 from keras_relrec.ops import zero_masked
 from keras_relrec.utils import state_variables
@@ -48,10 +49,10 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
     The layer embeds token ids (or takes features), cuts a sequence into
     segments, the last one padded at the end with masked positions (or,
     where the policy allows, a sequence of known length shorter than a
-    segment runs as it is), runs them in turn (unrolled for a known count,
-    an `ops.fori_loop` otherwise) and keeps the states of a segment with
-    no valid position, as a masked step keeps an RNN's state. It behaves
-    like a `keras.layers.RNN` whose step is a segment and whose state is
+    segment runs as it is), runs them in turn (outside training a loop,
+    whose body is traced and compiled once; unrolled in training and in an
+    export of a known length: `keras_relrec.ops.loops`) and keeps the states of a segment with no valid position, as
+    a masked step keeps an RNN's state. It behaves like a `keras.layers.RNN` whose step is a segment and whose state is
     the policy's: `initial_state`, `return_state`, `stateful` with
     `reset_state()` (truncated back-propagation over segments, as the
     paper trains: gradients stop at the memory), and streaming as a
@@ -513,8 +514,7 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             mask = ops.ones(ops.shape(hidden)[:2], "bool") if mask is None else mask
             mask = ops.pad(mask, [[0, 0], [0, padding]], constant_values=False)
         hidden = ops.pad(hidden, [[0, 0], [0, padding], [0, 0]])
-        if isinstance(count, int):
-            # A known number of segments (always on JAX): unrolled.
+        if loops.unrolls(count, training):
             outputs = []
             for start in range(0, count * length, length):
                 segment_mask = None if mask is None else mask[:, start : start + length]
@@ -523,19 +523,29 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
                 outputs.append(output)
             return ops.concatenate(outputs, axis=1)[:, :steps], states
 
-        # A length known only when the graph runs (TensorFlow): a loop that
-        # writes each segment's outputs in place (builtins in TFLite). -1 in
-        # a slice's size: the whole batch, whatever it is.
+        # A loop, whose body XLA and JAX compile once whatever the count.
+        # -1 in a slice's size: the whole batch, whatever it is. An export
+        # writes each segment's outputs in place (builtins in TFLite);
+        # otherwise a select over the segments writes them, which TensorFlow
+        # differentiates (its in-place update has no gradient).
+        in_place = loops.unrolling()
+        batch = ops.shape(hidden)[0]
+
         def body(index, carry):
             start = index * length
             segment = ops.slice(hidden, (0, start, 0), (-1, length, self.hidden_dim))
-            segment_mask = ops.slice(mask, (0, start), (-1, length))
+            segment_mask = None if mask is None else ops.slice(mask, (0, start), (-1, length))
             output, new_states = self._masked_segment(segment, segment_mask, list(carry[:-1]),
                                                       ops.minimum(steps - start, length), training)
-            return (*new_states, ops.slice_update(carry[-1], (0, start, 0), output))
+            if in_place:
+                return (*new_states, ops.slice_update(carry[-1], (0, start, 0), output))
+            this_one = ops.reshape(ops.arange(count, dtype="int32") == index, (1, -1, 1, 1))
+            return (*new_states, ops.where(this_one, output[:, None], carry[-1]))
 
-        *states, outputs = ops.fori_loop(0, count, body, (*states, ops.zeros_like(hidden)))
-        return outputs[:, :steps], states
+        written = (ops.zeros_like(hidden) if in_place
+                   else ops.zeros((batch, count, length, self.hidden_dim), hidden.dtype))
+        *states, outputs = loops.counted_loop(count, body, (*states, written))
+        return ops.reshape(outputs, (batch, -1, self.hidden_dim))[:, :steps], states
 
     def compute_mask(self, inputs, mask=None):
         if not self.return_state:

@@ -4,6 +4,8 @@ are held to, tests/layers/transformer_xl/numpy_reference.py), each preset
 is the loop with its policy (same weights, same numbers), a policy belongs
 to one layer, and a policy written outside the package runs in the loop."""
 
+import contextlib
+
 import keras
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from keras_relrec.layers import SegmentCache
 from keras_relrec.layers import SegmentCacheTransformer
 from keras_relrec.layers import SegmentRecurrence
 from keras_relrec.layers import TransformerXL
+from keras_relrec.ops import loops
 from keras_relrec.ops.relative_attention import update_memory
 from tests.layers.transformer_xl.numpy_reference import backbone_np
 from tests.layers.transformer_xl.numpy_reference import cache_np
@@ -154,3 +157,67 @@ def test_matches_the_equations(memory, reference, precision):
     valid[1, 7] = False
     got = layer(precision.array(x), mask=valid)
     precision.assert_close(got, reference(WithPolicySettings(layer), x, valid), atol=1e-5)
+
+
+# One block, two segments: what the loop and the draws need.
+SMALL = {**BACKBONE, "num_layers": 1, "hidden_dim": 4, "intermediate_dim": 4}
+
+
+def traced_segments(layer, x, training=False, within=None, jit_compile=False):
+    """How many segments `layer`'s compiled call (`predict_step`, or
+    `train_step` with `training`) traces for `x`, and the model."""
+    count = []
+    run = layer._masked_segment
+
+    def counted(*args, **kwargs):
+        count.append(1)
+        return run(*args, **kwargs)
+
+    layer._masked_segment = counted
+    inputs = keras.Input(x.shape[1:])
+    model = keras.Model(inputs, layer(inputs))
+    del count[:]  # the symbolic call of the functional model
+    with within or contextlib.nullcontext():
+        if training:
+            model.compile(optimizer="sgd", loss="mse", jit_compile=jit_compile)
+            model.train_on_batch(x, np.zeros(x.shape, "float32"))
+        else:
+            model.predict_on_batch(x)
+    return len(count), model
+
+
+def segments(count):
+    return np.random.default_rng(0).normal(size=(2, count * L, 4)).astype("float32")
+
+
+@pytest.mark.jax
+def test_segments_of_a_known_count_are_traced_once():
+    """Outside training, a sequence of three segments traces the segment
+    once (a loop that XLA and JAX compile once); an export traces each
+    (`loops.unrolled`: no WHILE in the files)."""
+    def traced(count, **kwargs):
+        return traced_segments(TransformerXL(**SMALL, mem_len=2), segments(count), **kwargs)[0]
+
+    assert traced(3) == traced(1) == 1
+    assert traced(3, within=loops.unrolled()) == 3
+
+
+# make check (on TensorFlow and JAX): an unrolled XLA training step each.
+@pytest.mark.check
+@pytest.mark.jax
+@pytest.mark.parametrize("layer", [
+    lambda: TransformerXL(**SMALL, mem_len=2, dropout=0.3, attention_dropout=0.2, seed=1),
+    lambda: SegmentCacheTransformer(**SMALL, num_slots=2, top_k=1, explore_recall=True, seed=1),
+], ids=["dropout", "explore-recall"])
+def test_training_unrolls_and_draws(layer):
+    """In training the segments are unrolled (a loop's backward pass costs
+    later steps more; a seed generator's draws cannot leave JAX's scan, nor
+    give XLA shapes inside a WHILE): with dropout or an explored recall the
+    XLA step trains, and dropout's draws differ from call to call."""
+    x = segments(3)
+    count, model = traced_segments(layer(), x, training=True, jit_compile=True)
+    assert count >= 3  # a loop: once per trace of the step, one or two
+    first, second = (keras.ops.convert_to_numpy(model(x, training=True)) for _ in range(2))
+    assert np.all(np.isfinite(first)) and all(np.all(np.isfinite(w)) for w in model.get_weights())
+    if isinstance(model.layers[-1], TransformerXL):
+        assert not np.allclose(first, second)
