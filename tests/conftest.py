@@ -2,6 +2,9 @@ import os
 
 import pytest
 
+# Each test of `make test` is held to a time limit (tests/time_limit.py).
+pytest_plugins = ["tests.time_limit"]
+
 # The suite runs on TensorFlow unless KERAS_BACKEND says otherwise (`make
 # check` reruns the tests marked `jax` on JAX).
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -10,12 +13,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # is; `make check` runs the contract's goldens with them off too.
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
+# The backend is imported as the session starts, not in the first test (whose
+# time the limit of tests/time_limit.py holds).
+import keras  # noqa: E402
+
 
 @pytest.fixture(autouse=True)
 def seeded():
     """Every test starts from the same random state, so a failure repeats."""
-    import keras
-
     keras.utils.set_random_seed(0)
 
 # The golden-array scripts are run, not collected.

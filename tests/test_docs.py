@@ -13,8 +13,9 @@ so that a reader can paste it. The info string may carry a visible title
   sees two host devices, as the distribution tests make them).
 
 The blocks of the family pages (docs/layers/) build a layer or two and
-run in `make test`; the others train, export or search, and are `make
-check` tests (marker `check`), as the README's quick start is. The checks
+run in `make test`; the others, and those of the family pages that train
+or generate (`.fit(`, `.generate(`), train, export or search, and are
+`make check` tests (marker `check`), as the README's quick start is. The checks
 of the API pages and of the README's table run in `make test`.
 """
 
@@ -67,7 +68,7 @@ def block_params():
             # Only with the reason written beside it.
             assert re.fullmatch(r"Not run: \S.*", title), f"{where}: a block not run says why: {title!r}"
             marks.append(pytest.mark.skip(reason=f"{where}: {title}"))
-        if not path.is_relative_to(DOCS / "layers"):
+        if not path.is_relative_to(DOCS / "layers") or re.search(r"\.(fit|generate)\(", source):
             marks.append(pytest.mark.check)
         params.append(pytest.param(path, line, title, source, id=where, marks=marks))
     return params

@@ -101,3 +101,20 @@ def test_tests_sharing_a_module_fixture_share_an_xdist_group(request, module_res
     assert (pathlib.Path(__file__).relative_to(ROOT).as_posix(), "module_resource") in groups
     split = {key: names for key, names in groups.items() if len(names) > 1}
     assert not split, split
+
+
+def test_a_slow_test_of_make_test_fails_and_the_limit_scales_with_the_machine(monkeypatch):
+    """tests/time_limit.py: over the limit a test fails, naming itself, its
+    seconds and what to do; the limit is 10 s times the machine's scale,
+    which is never below 1 and can be given."""
+    from tests import time_limit
+
+    assert time_limit.over_limit("t", 9.9, 10.0) is None
+    message = time_limit.over_limit("tests/x.py::test_y", 12.3, 10.0)
+    assert "tests/x.py::test_y took 12.3 s" in message and "limit of 10.0 s" in message
+    assert "@pytest.mark.check" in message
+    reference = time_limit.REFERENCE_S
+    assert time_limit.scale_for(reference / 2) == 1.0
+    assert time_limit.scale_for(reference * 2.7) == pytest.approx(2.7)
+    monkeypatch.setenv("KERAS_RELREC_TEST_TIME_SCALE", "2.5")
+    assert time_limit.machine_scale() == 2.5

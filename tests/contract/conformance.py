@@ -201,13 +201,31 @@ def family(entry):
     return entry.cls.__module__.split(".")[2]
 
 
-def one_per_family(candidates):
-    """`candidates` as pytest parameters, the first of each family in
-    `make test`, the others marked `check` (run by `make check`)."""
+# The entries whose XLA programs compile for longer than make test's time
+# limit on two workers (the segment cache's recall and summaries, the
+# relational memory's attention over slots in a loop): their compiled
+# training and calls of several lengths are in make check, their XLA
+# predictions in make test; TransformerXL's entry holds the segment
+# recurrence to the same properties in make test.
+SLOW_TO_COMPILE = {"RelationalMemoryCell", "SegmentRecurrence", "SegmentCacheTransformer",
+                   "SegmentCacheTransformer-standard-bilstm"}
+
+
+def firsts_of_families(candidates):
+    """The first entry of each family among `candidates`."""
     firsts = {}
     for entry in candidates:
         firsts.setdefault(family(entry), entry)
-    return [pytest.param(e, id=e.id, marks=() if firsts[family(e)] is e else pytest.mark.check) for e in candidates]
+    return list(firsts.values())
+
+
+def one_per_family(candidates, others=pytest.mark.check):
+    """`candidates` as pytest parameters, the first of each family as they
+    are, the others marked `others`: `check` (run by `make check`) for a
+    test of `make test`, `slow` (`make test-slow`) for one of `make check`
+    whose every entry costs minutes in all."""
+    firsts = firsts_of_families(candidates)
+    return [pytest.param(e, id=e.id, marks=() if any(e is f for f in firsts) else others) for e in candidates]
 
 
 def micro_model(entry, masked):

@@ -3,7 +3,10 @@ steps on two devices equal those on one device with the same global batch
 (within float32 tolerance): `tf.distribute.MirroredStrategy` over two
 logical CPUs, and JAX's `keras.distribution.DataParallel` over two host
 devices. Each backend trains every entry in a process of its own, where
-the devices are set up before the backend starts: `make check`."""
+the devices are set up before the backend starts: `make check` for the first
+entry of each family (the families' layers share their code paths),
+`make test-slow` for every entry (two compiled training steps of each on
+each backend cost about ten minutes in all)."""
 
 import os
 import pathlib
@@ -16,6 +19,7 @@ import pytest
 
 from tests.contract.conformance import ATOL
 from tests.contract.conformance import STATEFUL_ENTRIES
+from tests.contract.conformance import one_per_family
 from tests.contract.npz import pack
 from tests.contract.registry import ENTRIES
 
@@ -30,23 +34,30 @@ ENVIRONMENTS = {
 }
 
 
+def selected(request):
+    """The ids of the entries whose tests of this module the session runs."""
+    return {item.callspec.params["entry"].id for item in request.session.items
+            if item.module is request.module and "entry" in getattr(item, "callspec", {}).params}
+
+
 @pytest.fixture(scope="module")
-def cases(tmp_path_factory):
-    """Each entry's model alone, 8 examples (two global batches of 4) and
-    random targets of its outputs' shapes."""
+def cases(request, tmp_path_factory):
+    """The model alone of each entry the session tests, 8 examples (two
+    global batches of 4) and random targets of its outputs' shapes."""
     # A module fixture is set up before the tests' own seeding: without
     # this the weights would depend on which test ran before it.
     keras.utils.set_random_seed(0)
     folder = tmp_path_factory.mktemp("distribution")
     rng = np.random.default_rng(0)
-    for entry in ENTRIES:
+    ids = selected(request)
+    for entry in [e for e in ENTRIES if e.id in ids]:
         model = entry.make_model()
         x = entry.make_input(batch=8, seed=1)
         outputs = model.predict(x, verbose=0)
         y = keras.tree.map_structure(lambda o: rng.normal(size=o.shape).astype("float32"), outputs)
         model.save(folder / f"{entry.id}.keras")
         np.savez(folder / f"{entry.id}.case.npz", **pack("x", x), **pack("y", y))
-    for entry in STATEFUL_ENTRIES:
+    for entry in [e for e in STATEFUL_ENTRIES if e.id in ids]:
         # A fixed batch of 4: the second batch continues the first's rows.
         inputs = keras.Input(entry.input_shape, batch_size=4)
         model = keras.Model(inputs, entry.make_layer(stateful=True)(inputs))
@@ -70,13 +81,13 @@ def trained(cases):
 
 
 @pytest.mark.parametrize("backend", list(ENVIRONMENTS))
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.id)
+@pytest.mark.parametrize("entry", one_per_family(ENTRIES, others=pytest.mark.slow))
 def test_two_devices_train_as_one(entry, backend, trained):
     assert_trains_as_one(trained, entry.id, backend)
 
 
 @pytest.mark.parametrize("backend", list(ENVIRONMENTS))
-@pytest.mark.parametrize("entry", STATEFUL_ENTRIES, ids=lambda e: e.id)
+@pytest.mark.parametrize("entry", one_per_family(STATEFUL_ENTRIES, others=pytest.mark.slow))
 def test_stateful_layers_under_data_parallelism(entry, backend, trained):
     """JAX runs one program over the whole batch: its states keep the
     global batch, and a stateful model trains as on one device. Under

@@ -80,16 +80,22 @@ def test_tflite_sequence_mode(entry, exported):
             run_sequence(path, feed(entry, first_input(entry, x, bad)))
 
 
-@pytest.mark.parametrize("entry", [p for p in STREAMING if p.values[0].recurrent])
-def test_tflite_streaming(entry, exported):
+# One test per file (a conversion each): the layer alone, behind a mask,
+# and for a cell two of it stacked behind a mask.
+STREAMED = [pytest.param(p.values[0], name, id=f"{p.id}-{name.replace(' ', '-')}", marks=p.marks)
+            for p in STREAMING if p.values[0].recurrent
+            for name in (STEP_MODELS if p.values[0].is_cell else ["step", "masked step"])]
+
+
+@pytest.mark.parametrize(("entry", "name"), STREAMED)
+def test_tflite_streaming(entry, name, exported):
     """Fed frame by frame, the step gives what Keras gives on the whole
     sequence, padding included."""
     x = padded_input(entry, entry.make_input(batch=3, length=6))
-    for name in STEP_MODELS if entry.is_cell else ["step", "masked step"]:
-        model, path, summary = exported(entry, name)
-        assert_builtins_only(summary)
-        result = run_streaming(path, x)
-        np.testing.assert_allclose(result["output"], np.asarray(model(x)), atol=ATOL, err_msg=name)
+    model, path, summary = exported(entry, name)
+    assert_builtins_only(summary)
+    result = run_streaming(path, x)
+    np.testing.assert_allclose(result["output"], np.asarray(model(x)), atol=ATOL, err_msg=name)
     # States of another batch size, frames of the wrong rank or dtype, and no
     # frame at all are refused before LiteRT runs.
     states = {k: v for k, v in result.items() if k != "output"}
@@ -101,17 +107,18 @@ def test_tflite_streaming(entry, exported):
             run_streaming(path, bad)
 
 
-@pytest.mark.parametrize("entry", [p for p in STREAMING if not p.values[0].recurrent])
-def test_streaming_through_the_protocol(entry, exported):
+@pytest.mark.parametrize(("entry", "name"), [
+    pytest.param(p.values[0], name, id=f"{p.id}-{name.replace(' ', '-')}", marks=p.marks)
+    for p in STREAMING if not p.values[0].recurrent for name in ("step", "masked step")])
+def test_streaming_through_the_protocol(entry, name, exported):
     """A layer of the stateful protocol streams on its own, by frames or by
-    its chunks, alone and behind a mask, and gives Keras' outputs; a length
-    that is not a number of chunks is refused."""
+    its chunks, alone and behind a mask (a file each), and gives Keras'
+    outputs; a length that is not a number of chunks is refused."""
     chunk = getattr(entry.make_layer(), "streaming_chunk_length", None) or 1
     x = padded_input(entry, entry.make_input(batch=3, length=3 * chunk))
-    for name in ("step", "masked step"):
-        model, path, summary = exported(entry, name)
-        assert_builtins_only(summary)
-        np.testing.assert_allclose(run_streaming(path, x)["output"], np.asarray(model(x)), atol=ATOL, err_msg=name)
+    model, path, summary = exported(entry, name)
+    assert_builtins_only(summary)
+    np.testing.assert_allclose(run_streaming(path, x)["output"], np.asarray(model(x)), atol=ATOL, err_msg=name)
     if chunk > 1:
         with pytest.raises(ValueError, match=f"multiple of {chunk}"):
             run_streaming(path, x[:, :-1])

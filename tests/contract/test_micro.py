@@ -1,7 +1,10 @@
 """TensorFlow Lite for Microcontrollers, for every entry: exported with a
 fixed batch and shapes in one subgraph, the file runs in the tflite-micro
 interpreter and gives Keras' outputs, behind a mask where the layer reads
-one, in float32 and fully integer int8 (`make check`)."""
+one, in float32 and fully integer int8 (`make check`; int8 for the first
+entry of each family and the refusals there, every entry in `make
+test-slow`: a calibrated conversion of each costs about four minutes in
+all)."""
 
 import keras
 import numpy as np
@@ -14,7 +17,9 @@ from keras_relrec.export.tflite import quantization
 from tests.contract.conformance import ATOL
 from tests.contract.conformance import as_list
 from tests.contract.conformance import assert_close
+from tests.contract.conformance import family
 from tests.contract.conformance import feed
+from tests.contract.conformance import firsts_of_families
 from tests.contract.conformance import lite_outputs
 from tests.contract.conformance import micro_model
 from tests.contract.conformance import padded_input
@@ -100,16 +105,17 @@ INT8_TOLERANCE = {
 INT8_REFUSALS = {"SeriesStatistics": "LOG", "SeriesStatistics-per-step": "LOG"}
 
 
-def family(entry):
-    return entry.cls.__module__.split(".")[2]
-
-
 def test_every_family_has_an_int8_tolerance():
     assert {family(e) for e in ENTRIES} <= set(INT8_TOLERANCE)
 
 
-@pytest.mark.parametrize(("entry", "masked"), MICRO_CASES,
-                         ids=[e.id + ("-masked" if m else "") for e, m in MICRO_CASES])
+INT8_IN_CHECK = firsts_of_families(ENTRIES) + [e for e in ENTRIES if e.id in INT8_REFUSALS]
+
+
+@pytest.mark.parametrize(("entry", "masked"), [
+    pytest.param(e, m, id=e.id + ("-masked" if m else ""),
+                 marks=() if any(e is f for f in INT8_IN_CHECK) else pytest.mark.slow)
+    for e, m in MICRO_CASES])
 def test_tflite_micro_int8(entry, masked, tmp_path):
     """Fully integer int8 (int8 inputs, outputs and states; a few index
     computations behind masks stay float inside), calibrated on other

@@ -204,6 +204,9 @@ def test_chunked_layer_trains_as_the_unchunked_one(chunk):
                 np.testing.assert_allclose(a, b, atol=ATOL)
 
 
+# make check: a JAX process of its own, its import and two compiles at a
+# length where the memory shows (above make test's time limit).
+@pytest.mark.check
 def test_chunked_training_keeps_one_chunk_of_activations():
     """The XLA program of a training step (JAX) needs a fraction of the
     temporary memory with chunks: the gradient recomputes each chunk's

@@ -238,6 +238,9 @@ def test_bad_arguments_name_themselves():
         RelativeMultiHeadAttention(H, DH)(np.zeros((1, 2, 5), "float32"))
 
 
+# make check, with the other SavedModel exports: a SavedModel written and
+# loaded costs more than make test's time limit.
+@pytest.mark.check
 def test_saved_model_and_quantized_streaming_by_segment(tmp_path):
     """SavedModel `serve` and `step` (with `chunk_length`), and a dynamic-
     range int8 TFLite step, fed segment by segment, give Keras' outputs."""
