@@ -36,8 +36,9 @@ ENVIRONMENTS = {
 
 def selected(request):
     """The ids of the entries whose tests of this module the session runs."""
+    # Doctests are among the items too, with no module or parameters.
     return {item.callspec.params["entry"].id for item in request.session.items
-            if item.module is request.module and "entry" in getattr(item, "callspec", {}).params}
+            if getattr(item, "module", None) is request.module and "entry" in item.callspec.params}
 
 
 @pytest.fixture(scope="module")
