@@ -11,8 +11,9 @@ machine twice as slow allows twice the seconds. `KERAS_RELREC_TEST_TIME_SCALE`
 sets the scale instead, e.g. under a profiler.
 
 In a session that runs `make check`'s tests too (CI), the tests of `make
-test` share the two cores with heavier checks and their subprocesses: the
-limit is `IN_CHECK` times longer there.
+test` share the two cores with heavier checks and their subprocesses (a
+test of 7.3 s in `make test` took 13.2 s there): the limit is `IN_CHECK`
+times longer there.
 
 The session's summary lists the slowest tests of `make test` with their
 seconds and the limit they were held to.
@@ -29,7 +30,7 @@ LIMIT_S = 10.0
 # the other core busy (as under `make test`).
 REFERENCE_S = 0.035
 SLOWEST_SHOWN = 15
-IN_CHECK = 1.5
+IN_CHECK = 2.5
 
 
 def calibration_work():
