@@ -1,6 +1,6 @@
 """Test time is a budget: a test of `make test` (no `check` or `slow`
-marker, on TensorFlow) that takes longer than `LIMIT_S`, setup and teardown
-included, fails when it lands, not at the next measurement of the tier.
+marker, on TensorFlow) whose setup and call take longer than `LIMIT_S`
+fails when it lands, not at the next measurement of the tier.
 
 The limit is in seconds of the development machine (2 cores, two pytest
 workers, as `make test` runs). Machines of the same name differ in speed,

@@ -28,7 +28,7 @@ _UNROLLED = contextvars.ContextVar("unrolled", default=False)
 def unrolls(count, training):
     """Whether a loop of `count` iterations (an int, or a tensor) is traced
     unrolled, in training or not."""
-    return isinstance(count, int) and (count == 1 or bool(training) or _UNROLLED.get())
+    return isinstance(count, int) and (count == 1 or bool(training) or unrolling())
 
 
 def unrolling():

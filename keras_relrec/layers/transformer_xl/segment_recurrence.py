@@ -51,9 +51,10 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
     where the policy allows, a sequence of known length shorter than a
     segment runs as it is), runs them in turn (outside training a loop,
     whose body is traced and compiled once; unrolled in training and in an
-    export of a known length: `keras_relrec.ops.loops`) and keeps the states of a segment with no valid position, as
-    a masked step keeps an RNN's state. It behaves like a `keras.layers.RNN` whose step is a segment and whose state is
-    the policy's: `initial_state`, `return_state`, `stateful` with
+    export of a known length: `keras_relrec.ops.loops`) and keeps the
+    states of a segment with no valid position, as a masked step keeps an
+    RNN's state. It behaves like a `keras.layers.RNN` whose step is a
+    segment and whose state is the policy's: `initial_state`, `return_state`, `stateful` with
     `reset_state()` (truncated back-propagation over segments, as the
     paper trains: gradients stop at the memory), and streaming as a
     `StreamingLayer` with one segment per step (SavedModel `step`, TFLite
