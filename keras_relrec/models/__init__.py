@@ -24,4 +24,5 @@ from keras_relrec.models.recipes import warp_series
 from keras_relrec.models.tabl_networks import class_weights
 from keras_relrec.models.tabl_networks import compile_as_in_paper
 from keras_relrec.models.tabl_networks import tabl_network
+from keras_relrec.models.training_state import build_training_state
 from keras_relrec.models.transformer_xl_generator import TransformerXLGenerator

@@ -21,6 +21,7 @@ from keras_relrec.models.nbof_classifiers import recurrent_nbof_classifier
 from keras_relrec.models.tabl_networks import class_weights
 from keras_relrec.models.tabl_networks import resolve_num_codewords
 from keras_relrec.models.tabl_networks import tabl_network
+from keras_relrec.models.training_state import build_training_state
 from keras_relrec.utils import validation
 
 
@@ -485,6 +486,9 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         metrics=["accuracy"],
         jit_compile=jit_compile,
     )
+    first = [part[:batch_size] for part in x_fit]
+    build_training_state(model, first if len(xs) > 1 else first[0], y_fit[:batch_size],
+                         np.ones(batch_size, np.float32))
     checks = {}
     if len(held):
         checks = {"validation_data": ([part[held] for part in xs] if len(xs) > 1 else xs[0][held], y[held]),

@@ -6,6 +6,7 @@ import keras
 import keras_tuner
 from keras_tuner.engine import hyperparameters as hp_types
 
+from keras_relrec.models.training_state import build_training_state
 from keras_relrec.utils import validation
 
 
@@ -62,7 +63,10 @@ class SequenceHyperModel(keras_tuner.HyperModel):
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
             metrics=["accuracy"],
         )
-        return model
+        # Integer labels, the logits' shape without the classes: the trial's
+        # first step is traced once on TensorFlow (`build_training_state`).
+        inputs = model.inputs[0] if len(model.inputs) == 1 else model.inputs
+        return build_training_state(model, inputs, keras.KerasTensor(model.outputs[0].shape[:-1], "int32"))
 
 
 def check_structure(input_shape, num_classes, rank=2):

@@ -25,6 +25,12 @@ keras_relrec needs a few pieces of Keras that are not exported under
   its 32-bit one on JAX (to follow JAX's default), even with JAX's 64-bit
   types on, so `tanh`, `sin`, `maximum`... of float64 tensors are float32;
   the float64 reference tests lift that mapping for float64 while they run.
+- `symbolic_build`: Keras' build of a compiled model's training state (the
+  optimizer's slots, the compiled metrics and loss) from the shapes of a
+  batch, which its TensorFlow trainer runs before the first step only
+  under a distribution strategy (JAX's and torch's always): otherwise the
+  variables are made inside the first step's trace, and TensorFlow traces
+  the step again (`keras_relrec.models.build_training_state`).
 
 Keras is held to one minor version in `setup.py` because of them; moving to
 the next Keras is this file's work.
@@ -59,6 +65,7 @@ __all__ = [
     "call_has_training_arg",
     "input_layer_name",
     "sublayers",
+    "symbolic_build",
 ]
 
 
@@ -140,3 +147,14 @@ def input_layer_name(tensor):
 def sublayers(layer):
     """Every layer inside `layer`, recursively, not `layer` itself."""
     return layer._flatten_layers(include_self=False)
+
+
+def symbolic_build(model, batch):
+    """Makes the training state of compiled `model` (optimizer, compiled
+    metrics and loss) for `batch`, a tuple `(x, y, sample_weight)` of
+    arrays or Keras tensors; only their shapes and dtypes are read."""
+    # Within the model's strategy, as Keras' TensorFlow trainer builds
+    # (the other trainers have none).
+    strategy = getattr(model, "distribute_strategy", None)
+    with strategy.scope() if strategy is not None else contextlib.nullcontext():
+        model._symbolic_build(data_batch=batch)

@@ -28,6 +28,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_relrec.models import build_training_state
 from tests.contract.registry import DROPOUT_ENTRIES
 from tests.contract.registry import ENTRIES
 from tests.contract.registry import MASK_ENTRIES
@@ -240,15 +241,17 @@ def micro_model(entry, masked):
     return keras.Model(entry.structured(inputs), entry.make_layer()(entry.structured(masked_inputs)))
 
 
-def sgd_mse(model, **compile_kwargs):
-    """`model`, compiled for SGD (learning rate 0.1) on the MSE."""
+def sgd_mse(model, x=None, y=None, **compile_kwargs):
+    """`model`, compiled for SGD (learning rate 0.1) on the MSE; given a
+    batch `x`, `y`, with its training state made for it, so that its first
+    step is traced once on TensorFlow (`build_training_state`)."""
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", **compile_kwargs)
-    return model
+    return model if x is None else build_training_state(model, x, y)
 
 
 def fit_one_step(model, x, y, **compile_kwargs):
     """The weights after one step of `sgd_mse`."""
-    sgd_mse(model, **compile_kwargs).train_on_batch(x, y)
+    sgd_mse(model, x, y, **compile_kwargs).train_on_batch(x, y)
     return model.get_weights()
 
 

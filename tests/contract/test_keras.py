@@ -119,9 +119,10 @@ def test_jit_compile_predicts_as_eager(entry):
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.id, marks=pytest.mark.check if e.id in SLOW_TO_COMPILE else ())
                                    for e in ENTRIES])
 def test_jit_compile_trains_every_weight(entry):
-    model = sgd_mse(entry.make_model(), jit_compile=True)
+    model = entry.make_model()
     x = entry.make_input(batch=4)
     y = target_for(model, x)
+    sgd_mse(model, x, y, jit_compile=True)
     before = [w.copy() for w in model.get_weights()]
     model.fit(x, y, batch_size=2, epochs=1, verbose=0)
     # Every weight changes. (Graph training without XLA, Keras' default on
@@ -217,7 +218,8 @@ def test_input_dropout(entry):
     assert not np.allclose(train_a[:, 0], inference[:, 0])
     assert not np.allclose(train_a, train_b)
     model = entry.make_model(**kwargs)
-    sgd_mse(model, jit_compile=True).train_on_batch(x, target_for(model, x))
+    y = target_for(model, x)
+    sgd_mse(model, x, y, jit_compile=True).train_on_batch(x, y)
 
 
 @dropout_entries
@@ -232,4 +234,5 @@ def test_recurrent_dropout(entry):
     np.testing.assert_allclose(train[:, 0], inference[:, 0], atol=ATOL)
     assert not np.allclose(train[:, 1:], inference[:, 1:])
     model = entry.make_model(**kwargs)
-    sgd_mse(model, jit_compile=True).train_on_batch(x, target_for(model, x))
+    y = target_for(model, x)
+    sgd_mse(model, x, y, jit_compile=True).train_on_batch(x, y)
