@@ -46,6 +46,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from keras_relrec.layers import SegmentCacheTransformer  # noqa: E402
 from keras_relrec.layers import TransformerXL  # noqa: E402
 from keras_relrec.models import TransformerXLGenerator  # noqa: E402
+from keras_relrec.models import build_training_state  # noqa: E402
 from keras_relrec.utils import atomic_files  # noqa: E402
 from keras_relrec.utils import model_card  # noqa: E402
 
@@ -130,6 +131,9 @@ def train(kind, data, args):
     model = language_model(kind, args, batch=args.batch)
     model.compile(keras.optimizers.Adam(args.learning_rate, clipnorm=0.25),
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    # The optimizer's state made now, so that TensorFlow traces the first
+    # step once rather than twice.
+    build_training_state(model, x[: args.batch], y[: args.batch])
     curve, start = [], time.perf_counter()
     for epoch in range(args.epochs):
         reset(model)
