@@ -202,7 +202,7 @@ def main():
         later = [milliseconds(median(results[tree, job], "second")) for tree, _ in trees]
         lines.append(f"| {job[0]} | {job[1]} | {job[2]} | " + " | ".join(cells + later) + " |")
     lines.append("")
-    for _, what, mode in FIT_JOBS[::2]:
+    for what, mode in dict.fromkeys((what, mode) for _, what, mode in FIT_JOBS):
         lstm = median(results.get(("this tree", ("LSTM", what, mode)), []), "first")
         txl = median(results.get(("this tree", ("Transformer-XL", what, mode)), []), "first")
         if lstm and txl:

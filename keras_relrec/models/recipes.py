@@ -295,6 +295,12 @@ def split_channels(x, channel_groups):
     return [x[..., group] for group in groups]
 
 
+def _as_model_input(parts):
+    """A list of per-input arrays (`_inputs`) as a model takes them: the one
+    array of a single-input model, the list (or tuple) of a paired one."""
+    return parts if len(parts) > 1 else parts[0]
+
+
 def _inputs(x, y):
     """`x` as a list of float32 arrays (one per input) and `y` as int32,
     checked: every input (examples, steps, features) with one label per
@@ -377,7 +383,7 @@ def _warped_batches(xs, y, weights, batch_size, epochs, mask_value, warp, seed):
             # A tuple: tf.data takes no lists in a generator's batches.
             x = tuple(part[start:start + batch_size] for part in warped)
             take = order[start:start + batch_size]
-            yield (x if len(x) > 1 else x[0]), y[take], weights[take]
+            yield _as_model_input(x), y[take], weights[take]
 
 
 def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, recipe=None, jit_compile=True,
@@ -473,8 +479,7 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         fit, held = np.arange(len(y)), np.array([], int)
     fitted = [part[fit] for part in xs]
     statistics = [normalization_statistics(part, mask_value) for part in fitted]
-    model = make(fitted if len(xs) > 1 else fitted[0], num_classes, mask_value,
-                 statistics if len(xs) > 1 else statistics[0], seed, **kwargs)
+    model = make(_as_model_input(fitted), num_classes, mask_value, _as_model_input(statistics), seed, **kwargs)
     repeats, batch_size, epochs = recipe.plan(len(fit))
     x_fit = [np.tile(part, (repeats, 1, 1)) for part in fitted]
     y_fit = np.tile(y[fit], repeats)
@@ -486,12 +491,11 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         metrics=["accuracy"],
         jit_compile=jit_compile,
     )
-    first = [part[:batch_size] for part in x_fit]
-    build_training_state(model, first if len(xs) > 1 else first[0], y_fit[:batch_size],
+    build_training_state(model, _as_model_input([part[:batch_size] for part in x_fit]), y_fit[:batch_size],
                          np.ones(batch_size, np.float32))
     checks = {}
     if len(held):
-        checks = {"validation_data": ([part[held] for part in xs] if len(xs) > 1 else xs[0][held], y[held]),
+        checks = {"validation_data": (_as_model_input([part[held] for part in xs]), y[held]),
                   "callbacks": [keras.callbacks.EarlyStopping(
                       patience=recipe.patience, start_from_epoch=epochs // 2, restore_best_weights=True)]}
     weights = class_weights(y[fit])
@@ -501,6 +505,6 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         history = model.fit(batches, epochs=epochs, steps_per_epoch=math.ceil(len(y_fit) / batch_size),
                             shuffle=False, verbose=verbose)
     else:
-        history = model.fit(x_fit if len(xs) > 1 else x_fit[0], y_fit, epochs=epochs, batch_size=batch_size,
+        history = model.fit(_as_model_input(x_fit), y_fit, epochs=epochs, batch_size=batch_size,
                             class_weight=weights, verbose=verbose, **checks)
     return model, history
