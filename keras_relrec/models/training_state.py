@@ -18,8 +18,11 @@ def build_training_state(model, x, y=None, sample_weight=None):
     of a small Transformer-XL in about half the time in TensorFlow's graph
     (`benchmarks/RESULTS.md`, "bench_first_step"). Keras' JAX and torch
     trainers make them before the first step themselves; there, and for a
-    model whose state exists, this does nothing. The values are those the
-    first step would have made (zeros): training is unchanged.
+    model whose state exists, this does nothing. A step that makes no
+    variables (plain SGD without momentum, a loss without metrics) is
+    traced once anyway; there this only adds a symbolic pass over the
+    model. The values are those the first step would have made (zeros):
+    training is unchanged.
 
     Args:
         model: A compiled `keras.Model`.

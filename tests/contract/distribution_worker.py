@@ -22,7 +22,6 @@ import keras
 import numpy as np
 
 import keras_relrec  # noqa: F401  (registers the layers)
-from keras_relrec.models import build_training_state
 from tests.contract.npz import unpack
 
 GLOBAL_BATCH = 4
@@ -85,11 +84,7 @@ def main(folder):
             return keras.saving.load_model(folder / f"{name}.keras", safe_mode=True)
 
         out = {"devices": np.array(devices)}
-        # One device: the state made first, so that TensorFlow traces the
-        # step once (Keras does the same itself under a strategy).
-        first = keras.tree.map_structure(lambda a: a[:GLOBAL_BATCH], (x, y))
-        single = build_training_state(train(load), *first)
-        out.update({f"single_{k}": w for k, w in enumerate(fit(single, x, y))})
+        out.update({f"single_{k}": w for k, w in enumerate(fit(train(load), x, y))})
         with scope():
             model = train(load)
             try:

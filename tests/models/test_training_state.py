@@ -10,11 +10,11 @@ from keras_relrec.models import build_training_state
 from tests.tuning.registry import ENTRIES
 
 
-def lstm_model():
+def lstm_model(optimizer=None, metrics=("mae",)):
     keras.utils.set_random_seed(0)
     inputs = keras.Input((6, 3))
     model = keras.Model(inputs, keras.layers.Dense(2)(keras.layers.LSTM(4)(inputs)))
-    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"])
+    model.compile(optimizer=optimizer or keras.optimizers.Adam(0.01), loss="mse", metrics=list(metrics))
     return model
 
 
@@ -49,6 +49,17 @@ def test_the_first_step_is_traced_once_and_trains_the_same(built):
     np.testing.assert_allclose(history["mae"], reference_history["mae"], rtol=1e-6)
     for ours, theirs in zip(model.get_weights(), reference.get_weights()):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-7)
+
+
+def test_a_step_that_makes_no_variables_is_traced_once_anyway():
+    """Plain SGD has no slots and a loss alone no metric variables: nothing
+    is made in the trace, so there is nothing to build first (the
+    contract's training checks rely on this)."""
+    x = np.zeros((4, 6, 3), "float32")
+    model = lstm_model(keras.optimizers.SGD(0.1), metrics=())
+    traces = counting_traces(model)
+    model.train_on_batch(x, np.zeros((4, 2), "float32"))
+    assert len(traces) == 1
 
 
 def test_symbolic_shapes_and_a_second_call():
