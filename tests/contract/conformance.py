@@ -209,11 +209,19 @@ def family(entry):
 # recurrence to the same properties in make test, but for XLA training.
 SLOW_TO_COMPILE = {"RelationalMemoryCell", "SegmentRecurrence", "SegmentCacheTransformer",
                    "SegmentCacheTransformer-standard-bilstm"}
-# XLA training of the Transformer-XL too: XLA's compile of its unrolled
-# segments, forward and backward, alone takes about the limit on the
-# development machine (whose speed varies by half from one run to the
-# next), though its graph training and XLA predictions are quick.
-SLOW_TO_TRAIN_COMPILED = SLOW_TO_COMPILE | {"TransformerXL"}
+# XLA training of the Transformer-XL, the R-Transformer block and the
+# interaction transformer too: XLA's compile of their unrolled segments or
+# windows, forward and backward, alone takes about the limit on the
+# development machine (10-16 s in a make test of two workers), though their
+# graph training and XLA predictions are quick.
+SLOW_TO_TRAIN_COMPILED = SLOW_TO_COMPILE | {"TransformerXL", "RTransformerBlock", "InteractionTransformer"}
+# XLA predictions of the segment cache whose summaries are a BiLSTM (11.7 s
+# there); the plain segment cache's keep the family's in make test.
+SLOW_TO_PREDICT_COMPILED = {"SegmentCacheTransformer-standard-bilstm"}
+# LiteRT files of the relational memory's whole sequence and of its
+# two-cell stack: a conversion and two traces of its attention over slots
+# each (10.6-12 s); its one-cell steps keep the family's in make test.
+SLOW_TO_EXPORT = {"RelationalMemoryCell"}
 
 
 def firsts_of_families(candidates):

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from keras_relrec.utils.registration import PUBLIC_LAYERS
 from tests.contract.conformance import ATOL
+from tests.contract.conformance import SLOW_TO_PREDICT_COMPILED
 from tests.contract.conformance import SLOW_TO_TRAIN_COMPILED
 from tests.contract.conformance import as_list
 from tests.contract.conformance import assert_close
@@ -107,8 +108,10 @@ def test_gradients_reach_every_weight(entry):
 # XLA: predictions, and training steps that change every weight. Two
 # tests, each compiling one function: `fit` and `predict` feed batches of
 # unknown size, so XLA must compile the steps with a dynamic batch
-# dimension, as in real use.
-@entries
+# dimension, as in real use. make check for the entries of
+# SLOW_TO_PREDICT_COMPILED (conformance.py).
+@pytest.mark.parametrize("entry", [
+    pytest.param(e, id=e.id, marks=pytest.mark.check if e.id in SLOW_TO_PREDICT_COMPILED else ()) for e in ENTRIES])
 def test_jit_compile_predicts_as_eager(entry):
     model = sgd_mse(entry.make_model(), jit_compile=True)
     x = entry.make_input(batch=4)
