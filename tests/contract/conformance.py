@@ -224,6 +224,12 @@ SLOW_TO_PREDICT_COMPILED = {"SegmentCacheTransformer-standard-bilstm"}
 SLOW_TO_EXPORT = {"RelationalMemoryCell"}
 
 
+def marked_check(entries, names):
+    """`entries` as pytest parameters, those whose id is in `names` marked
+    `check` (run by `make check`)."""
+    return [pytest.param(e, id=e.id, marks=pytest.mark.check if e.id in names else ()) for e in entries]
+
+
 def firsts_of_families(candidates):
     """The first entry of each family among `candidates`."""
     firsts = {}

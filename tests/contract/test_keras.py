@@ -21,6 +21,7 @@ from tests.contract.conformance import dropout_entries
 from tests.contract.conformance import each_input
 from tests.contract.conformance import entries
 from tests.contract.conformance import fit_one_step
+from tests.contract.conformance import marked_check
 from tests.contract.conformance import recurrent_entries
 from tests.contract.conformance import sgd_mse
 from tests.contract.conformance import target_for
@@ -110,8 +111,7 @@ def test_gradients_reach_every_weight(entry):
 # unknown size, so XLA must compile the steps with a dynamic batch
 # dimension, as in real use. make check for the entries of
 # SLOW_TO_PREDICT_COMPILED (conformance.py).
-@pytest.mark.parametrize("entry", [
-    pytest.param(e, id=e.id, marks=pytest.mark.check if e.id in SLOW_TO_PREDICT_COMPILED else ()) for e in ENTRIES])
+@pytest.mark.parametrize("entry", marked_check(ENTRIES, SLOW_TO_PREDICT_COMPILED))
 def test_jit_compile_predicts_as_eager(entry):
     model = sgd_mse(entry.make_model(), jit_compile=True)
     x = entry.make_input(batch=4)
@@ -119,8 +119,7 @@ def test_jit_compile_predicts_as_eager(entry):
 
 
 # make check for the entries of SLOW_TO_TRAIN_COMPILED (conformance.py).
-@pytest.mark.parametrize("entry", [
-    pytest.param(e, id=e.id, marks=pytest.mark.check if e.id in SLOW_TO_TRAIN_COMPILED else ()) for e in ENTRIES])
+@pytest.mark.parametrize("entry", marked_check(ENTRIES, SLOW_TO_TRAIN_COMPILED))
 def test_jit_compile_trains_every_weight(entry):
     model = entry.make_model()
     x = entry.make_input(batch=4)
