@@ -14,6 +14,12 @@ its first call grows with the sequence. It is unrolled (`unrolls`):
 - in an export, which traces within `unrolled()`: its files keep one copy
   of the body per iteration and no WHILE, as accelerator delegates and
   TensorFlow Lite's 16x8 calibration need.
+
+An unrolled iteration is traced once per call of the layer in it (Keras
+traces a layer's call each time it is called). `traced_once` lets the
+iterations of one training step share one trace where the backend can
+(TensorFlow's graph, filled in by `keras_relrec.export.tensorflow_internals`,
+the one module that may use TensorFlow's private API).
 """
 
 import contextlib
@@ -44,6 +50,18 @@ def unrolled():
         yield
     finally:
         _UNROLLED.reset(token)
+
+
+def traced_once(owner, call):
+    """`call` (a method of `owner` taking tensors and Python values), or a
+    function that runs it with one trace per signature of its arguments,
+    shared by every call in a trace; never in an export (`unrolled()`:
+    its files keep one graph of builtins)."""
+    if keras.backend.backend() != "tensorflow" or unrolling():
+        return call
+    from keras_relrec.export import tensorflow_internals
+
+    return tensorflow_internals.traced_once(owner, call)
 
 
 def counted_loop(count, body, carry):

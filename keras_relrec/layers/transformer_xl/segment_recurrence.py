@@ -516,11 +516,14 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             mask = ops.pad(mask, [[0, 0], [0, padding]], constant_values=False)
         hidden = ops.pad(hidden, [[0, 0], [0, padding], [0, 0]])
         if loops.unrolls(count, training):
+            # In training, the segments of a step share one trace where the
+            # backend can (TensorFlow's graph).
+            segment = self._masked_segment if count == 1 else loops.traced_once(self, self._masked_segment)
             outputs = []
             for start in range(0, count * length, length):
                 segment_mask = None if mask is None else mask[:, start : start + length]
-                output, states = self._masked_segment(hidden[:, start : start + length], segment_mask, states,
-                                                      min(steps - start, length), training)
+                output, states = segment(hidden[:, start : start + length], segment_mask, states,
+                                         min(steps - start, length), training)
                 outputs.append(output)
             return ops.concatenate(outputs, axis=1)[:, :steps], states
 

@@ -202,6 +202,25 @@ def test_segments_of_a_known_count_are_traced_once():
     assert traced(3, within=loops.unrolled()) == 3
 
 
+def test_training_segments_share_one_trace_in_the_graph():
+    """In TensorFlow's graph the unrolled segments of a training step share
+    a trace per segment length (the first step's trace does not grow with
+    the count; under XLA each is traced: `test_training_unrolls_and_draws`);
+    the steps are the eager steps."""
+    x = segments(3)[:, :-1]  # two full segments and a short one
+    assert traced_segments(TransformerXL(**SMALL, mem_len=2), x, training=True)[0] == 2
+    for stateful in (False, True):  # a stateful layer's states are variables
+        models = [keras.Sequential([keras.Input(x.shape[1:], batch_size=len(x)),
+                                    TransformerXL(**SMALL, mem_len=2, stateful=stateful)]) for _ in range(2)]
+        models[1].set_weights(models[0].get_weights())
+        for model, run_eagerly in zip(models, (False, True)):
+            model.compile(optimizer="sgd", loss="mse", run_eagerly=run_eagerly)
+            for _ in range(2):
+                model.train_on_batch(x, np.ones(x.shape, "float32"))
+        for graph, eager in zip(*(model.get_weights() for model in models)):
+            np.testing.assert_allclose(graph, eager, rtol=1e-5, atol=1e-6)
+
+
 # make check (on TensorFlow and JAX): an unrolled XLA training step each.
 @pytest.mark.check
 @pytest.mark.jax
