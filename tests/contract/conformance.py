@@ -4,7 +4,8 @@
 The contract is one module per property (as Sonnet's `src/conformance/`),
 each over the one list of entries in `registry.py`:
 
-- `test_keras.py`: configuration, symbolic and eager calls, gradients, XLA,
+- `test_keras.py`: configuration, symbolic and eager calls, gradients, XLA
+  (one entry per family in `make test`, every entry in `make check`),
   float64 and mixed precision, state, dropout (`make test`);
 - `test_masking.py`, `test_bad_input.py`: masks, and mistakes refused early
   (`make test`);
@@ -224,12 +225,6 @@ SLOW_TO_PREDICT_COMPILED = {"SegmentCacheTransformer-standard-bilstm"}
 SLOW_TO_EXPORT = {"RelationalMemoryCell"}
 
 
-def marked_check(entries, names):
-    """`entries` as pytest parameters, those whose id is in `names` marked
-    `check` (run by `make check`)."""
-    return [pytest.param(e, id=e.id, marks=pytest.mark.check if e.id in names else ()) for e in entries]
-
-
 def firsts_of_families(candidates):
     """The first entry of each family among `candidates`."""
     firsts = {}
@@ -238,12 +233,13 @@ def firsts_of_families(candidates):
     return list(firsts.values())
 
 
-def one_per_family(candidates, others=pytest.mark.check):
+def one_per_family(candidates, others=pytest.mark.check, slow=frozenset()):
     """`candidates` as pytest parameters, the first of each family as they
     are, the others marked `others`: `check` (run by `make check`) for a
     test of `make test`, `slow` (`make test-slow`) for one of `make check`
-    whose every entry costs minutes in all."""
-    firsts = firsts_of_families(candidates)
+    whose every entry costs minutes in all. An entry whose id is in `slow`
+    is never its family's first."""
+    firsts = firsts_of_families([e for e in candidates if e.id not in slow])
     return [pytest.param(e, id=e.id, marks=() if any(e is f for f in firsts) else others) for e in candidates]
 
 

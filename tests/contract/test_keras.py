@@ -21,7 +21,7 @@ from tests.contract.conformance import dropout_entries
 from tests.contract.conformance import each_input
 from tests.contract.conformance import entries
 from tests.contract.conformance import fit_one_step
-from tests.contract.conformance import marked_check
+from tests.contract.conformance import one_per_family
 from tests.contract.conformance import recurrent_entries
 from tests.contract.conformance import sgd_mse
 from tests.contract.conformance import target_for
@@ -109,17 +109,19 @@ def test_gradients_reach_every_weight(entry):
 # XLA: predictions, and training steps that change every weight. Two
 # tests, each compiling one function: `fit` and `predict` feed batches of
 # unknown size, so XLA must compile the steps with a dynamic batch
-# dimension, as in real use. make check for the entries of
-# SLOW_TO_PREDICT_COMPILED (conformance.py).
-@pytest.mark.parametrize("entry", marked_check(ENTRIES, SLOW_TO_PREDICT_COMPILED))
+# dimension, as in real use. One entry per family in make test (an XLA
+# compile is most of each test, and the two took over half of this
+# module's time in make test), every entry in make check; never as a
+# family's first the entries of SLOW_TO_PREDICT_COMPILED (conformance.py).
+@pytest.mark.parametrize("entry", one_per_family(ENTRIES, slow=SLOW_TO_PREDICT_COMPILED))
 def test_jit_compile_predicts_as_eager(entry):
     model = sgd_mse(entry.make_model(), jit_compile=True)
     x = entry.make_input(batch=4)
     assert_close(model.predict(x, batch_size=2, verbose=0), model(x))
 
 
-# make check for the entries of SLOW_TO_TRAIN_COMPILED (conformance.py).
-@pytest.mark.parametrize("entry", marked_check(ENTRIES, SLOW_TO_TRAIN_COMPILED))
+# As above; never as a family's first the entries of SLOW_TO_TRAIN_COMPILED.
+@pytest.mark.parametrize("entry", one_per_family(ENTRIES, slow=SLOW_TO_TRAIN_COMPILED))
 def test_jit_compile_trains_every_weight(entry):
     model = entry.make_model()
     x = entry.make_input(batch=4)
