@@ -22,6 +22,7 @@ of the API pages and of the README's table run in `make test`.
 """
 
 import ast
+import importlib
 import os
 import pathlib
 import re
@@ -122,8 +123,6 @@ def test_python_block_runs(path, line, title, source, tmp_path, monkeypatch):
 def check_block_not_run(source, where):
     """What can be checked of a block without running it: it parses, and
     what it imports from keras_relrec is there."""
-    import importlib
-
     for node in ast.walk(ast.parse(source, where)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "keras_relrec":
             module = importlib.import_module(node.module)

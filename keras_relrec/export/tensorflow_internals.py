@@ -66,7 +66,10 @@ def traced_once(owner, call):
     being traced in TensorFlow's graph; `call` itself eagerly and under XLA."""
     if not tf.inside_function() or GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
         return call
-    shared = _SHARED.setdefault(owner, {}).setdefault(call.__name__, _SharedTrace())
+    functions = _SHARED.setdefault(owner, {})
+    if call.__name__ not in functions:
+        functions[call.__name__] = _SharedTrace()
+    shared = functions[call.__name__]
     return lambda *args: shared(call, *args)
 
 

@@ -41,10 +41,8 @@ pytestmark = pytest.mark.xdist_group("exports")
 STREAMING = one_per_family(RECURRENT_ENTRIES + PROTOCOL_ENTRIES)
 
 
-# make check for the entries of SLOW_TO_EXPORT (conformance.py).
-@pytest.mark.parametrize("entry", [
-    pytest.param(*p.values, id=p.id, marks=pytest.mark.check if p.values[0].id in SLOW_TO_EXPORT else p.marks)
-    for p in one_per_family(ENTRIES)])
+# Never as a family's first the entries of SLOW_TO_EXPORT (conformance.py).
+@pytest.mark.parametrize("entry", one_per_family(ENTRIES, slow=SLOW_TO_EXPORT))
 def test_tflite_sequence_mode(entry, exported):
     """LiteRT gives Keras' outputs within 1e-5, or, where a long sequence
     makes float32 itself drift (Keras' float32 output against the same model
