@@ -20,13 +20,13 @@ import keras_relrec  # noqa: F401  (registers the layers, as a user's import doe
 from tests.contract.conformance import ATOL
 from tests.contract.conformance import assert_close
 from tests.contract.conformance import dropout_entries
-from tests.contract.conformance import entries
 from tests.contract.conformance import fit_one_step
 from tests.contract.conformance import masking_entries
 from tests.contract.conformance import sgd_mse
 from tests.contract.conformance import target_for
 from tests.contract.conformance import zeros_step_finite
 from tests.contract.npz import unpack
+from tests.contract.registry import ENTRIES
 from tests.goldens.make_backend_goldens import FOLDER
 from tests.goldens.make_backend_goldens import entry_signature
 from tests.goldens.make_backend_goldens import golden_inputs
@@ -48,34 +48,59 @@ def golden(entry, name):
     return model, dict(np.load(FOLDER / f"{name}.npz")), remake
 
 
+# {id: (model, its loaded weights, arrays, remake hint)}: the golden model
+# of an entry, compiled for `sgd_mse` once for both tests that step it (a
+# compiled step each cost as much again, most on JAX).
+_STEPPED = {}
+
+
+def stepped_golden(entry):
+    """The golden model (its loaded weights restored), its loaded weights,
+    arrays and remake hint of the entry, compiled for `sgd_mse`."""
+    if entry.id not in _STEPPED:
+        model, data, remake = golden(entry, entry.id)
+        _STEPPED[entry.id] = (sgd_mse(model), model.get_weights(), data, remake)
+    model, fresh, data, remake = _STEPPED[entry.id]
+    model.set_weights(fresh)
+    return model, fresh, data, remake
+
+
 def assert_outputs_and_step(model, data, remake):
+    """`model` (compiled by `sgd_mse`) gives the golden outputs, and one step
+    the golden weights."""
     x, y = unpack(data, "x"), unpack(data, "y")
     assert_close(model.predict_on_batch(x), unpack(data, "outputs"), err_msg=remake)
-    stepped = fit_one_step(model, x, y)
+    model.train_on_batch(x, y)
+    stepped = model.get_weights()
     assert len(stepped) == len([k for k in data if k.startswith("fit_weight_")])
     for i, (w, v) in enumerate(zip(model.weights, stepped)):
         np.testing.assert_allclose(v, data[f"fit_weight_{i}"], atol=ATOL, err_msg=f"{w.path} after a step; {remake}")
 
 
-@entries
+# The two tests of an entry that step its golden model, on one worker.
+stepped_entries = pytest.mark.parametrize(
+    "entry", [pytest.param(e, id=e.id, marks=pytest.mark.xdist_group(f"golden-{e.id}")) for e in ENTRIES])
+
+
+@stepped_entries
 def test_outputs_and_a_training_step(entry):
-    assert_outputs_and_step(*golden(entry, entry.id))
+    model, _, data, remake = stepped_golden(entry)
+    assert_outputs_and_step(model, data, remake)
 
 
 @masking_entries
 def test_masked_outputs_and_a_training_step(entry):
     """Through masked steps, every output in the loss: the gradients of a
     masked softmax or a held state too."""
-    assert_outputs_and_step(*golden(entry, f"{entry.id}.masked"))
+    model, data, remake = golden(entry, f"{entry.id}.masked")
+    assert_outputs_and_step(sgd_mse(model), data, remake)
 
 
-@entries
+@stepped_entries
 def test_a_step_on_constant_inputs_stays_finite(entry):
     """No sqrt or norm of a constant row gives 0/0 in a gradient (JAX's
     sqrt gradient at 0, times 0, is NaN where TensorFlow's is not)."""
-    model, data, _ = golden(entry, entry.id)
-    fresh = model.get_weights()
-    sgd_mse(model)
+    model, fresh, data, _ = stepped_golden(entry)
     assert zeros_step_finite(model, fresh, unpack(data, "x"), unpack(data, "y"))
 
 

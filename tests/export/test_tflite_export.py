@@ -1,6 +1,7 @@
 """TFLite export of recurrent models, Keras' own layers included: builtins
 only, dynamic batch and length, masking, streaming, quantization."""
 
+import gc
 import os
 
 import keras
@@ -210,6 +211,24 @@ def test_an_operation_across_time_says_how_to_export():
     with pytest.raises(ExportError, match=r"^operation '\w+' \(Mean\) works across the time axis, so the model "
                                           r"cannot stream frame by frame; export it in sequence mode"):
         plan_export(model).require_streaming()
+
+
+@pytest.mark.parametrize("frozen_before", [False, True])
+def test_the_conversion_leaves_the_collector_as_it_was(frozen_before, tmp_path):
+    """The conversion freezes what exists for TensorFlow's full collection
+    inside it, and thaws it after; a program's own frozen objects stay
+    frozen (and the conversion freezes nothing of its own)."""
+    model = MODELS["gru"]()
+    if frozen_before:
+        gc.freeze()
+    frozen = gc.get_freeze_count()
+    try:
+        export_tflite(model, tmp_path / "m.tflite")
+        after = gc.get_freeze_count()
+    finally:
+        gc.unfreeze()
+    # Frozen objects may still be freed by their reference counts.
+    assert (0 < after <= frozen) if frozen_before else after == 0
 
 
 def test_saved_model_has_serve_and_step(tmp_path):

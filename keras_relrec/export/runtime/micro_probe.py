@@ -114,6 +114,9 @@ def _trial(content, arena_size):
 def smallest_arena(content):
     """{"arena_bytes": the smallest arena (to 16 bytes) in which the file is
     allocated and invoked} or {"error": what TFLM said in the largest}."""
+    # Loaded once here, the native runtime is in every forked trial: a
+    # trial that loads it itself takes several times as long.
+    runtime()
     arena = FIRST_ARENA
     while True:
         runs, message = _trial(content, arena)

@@ -9,6 +9,7 @@ quantized variants.
 """
 
 import contextlib
+import gc
 import pathlib
 import tempfile
 
@@ -35,6 +36,23 @@ QUANTIZE_MODES = (None, "float16", "dynamic_int8", "int8", "int16x8")
 # The modes whose activation ranges are calibrated on representative data,
 # and the integer type of their activations.
 CALIBRATED = {"int8": tf.int8, "int16x8": tf.int16}
+
+
+@contextlib.contextmanager
+def _collecting_new_objects_only():
+    """The converter runs a full `gc.collect()`, which walks every object of
+    the process (a third of a second once TensorFlow is imported, more in a
+    large program): what existed before is frozen for the conversion, so
+    the collection walks only the conversion's own objects. Not where the
+    program froze objects itself (`unfreeze` would thaw them too)."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def export_tflite(
@@ -221,7 +239,8 @@ def export_tflite(
             # Per-channel weights need FULLY_CONNECTED version 12 (2.17).
             tensorflow_internals.quantize_dense_weights_per_tensor(converter)
         try:
-            content = converter.convert()
+            with _collecting_new_objects_only():
+                content = converter.convert()
         except Exception as error:  # the converter raises several types
             reason = _conversion_reason(plan, error)
             if quantize == "int16x8" and "recorded during calibration" in str(error):
