@@ -10,10 +10,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
-# --no-compile: pip would byte-compile every module of every wheel (a
-# quarter of the install's time); Python compiles those it imports, once.
 PIP := $(PY) -m pip --disable-pip-version-check -q
-INSTALL := $(PIP) install --no-compile
 INSTALL_INPUTS := setup.py pyproject.toml constraints.txt
 # torch and transformers, for the live parity reruns (test-parity, test-slow).
 REFERENCE := .venv-reference
@@ -29,17 +26,17 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed-demo: $(INSTALL_INPUTS) | $(PY)
-	$(INSTALL) -c constraints.txt -e ".[tensorflow-cpu,export,tutorials]"
+	$(PIP) install -c constraints.txt -e ".[tensorflow-cpu,export,tutorials]"
 	touch $@
 
 $(VENV)/.installed-test: $(INSTALL_INPUTS) | $(PY)
-	$(INSTALL) -c constraints.txt -e ".[test]"
+	$(PIP) install -c constraints.txt -e ".[test]"
 	touch $@
 
 # The documentation's tools (the `docs` extra), beside the test extras: the
 # site's build reads the package's sources and imports none of it.
 $(VENV)/.installed-docs: $(INSTALL_INPUTS) | $(PY)
-	$(INSTALL) -c constraints.txt -e ".[docs]"
+	$(PIP) install -c constraints.txt -e ".[docs]"
 	touch $@
 
 # The launcher keeps TensorFlow's log lines off the terminal.
@@ -62,7 +59,7 @@ docs: $(VENV)/.installed-docs
 OLD_RUNTIME := .venv-tflite-2.14
 $(OLD_RUNTIME)/.installed:
 	$(PYTHON) -m venv $(OLD_RUNTIME)
-	$(OLD_RUNTIME)/bin/python -m pip --disable-pip-version-check -q install --no-compile tflite-runtime==2.14.0 numpy==1.26.4
+	$(OLD_RUNTIME)/bin/python -m pip --disable-pip-version-check -q install tflite-runtime==2.14.0 numpy==1.26.4
 	touch $@
 
 # One TensorFlow (and JAX) thread per worker: two workers on two cores,
