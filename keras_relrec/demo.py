@@ -28,9 +28,9 @@ import keras
 import numpy as np
 
 from keras_relrec import export
+from keras_relrec import save_model
 from keras_relrec.layers import CoupledLSTMCell
 from keras_relrec.layers import PeepholeLSTMCell
-from keras_relrec.utils import atomic_files
 
 
 def adding_problem(n, length, seed):
@@ -96,8 +96,7 @@ def main(argv=None):
     saved_model_path = out / "adding_problem_savedmodel"
     tflite_path = out / "adding_problem.tflite"
     step_path = out / "adding_problem_step.tflite"
-    with atomic_files.replacing(keras_path) as temp:  # Keras' own save writes in place
-        model.save(temp)
+    save_model(model, keras_path)
     export.export_saved_model(model, saved_model_path)
     export.export_tflite(model, tflite_path)
     export.export_tflite(model, step_path, streaming=True)

@@ -50,6 +50,7 @@ import numpy as np  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from keras_relrec import save_model  # noqa: E402
 from keras_relrec.datasets import load_basic_motions  # noqa: E402
 from keras_relrec.datasets.basic_motions import CLASSES  # noqa: E402
 from keras_relrec.layers import LocalRecurrence  # noqa: E402
@@ -229,8 +230,7 @@ def save(model, test, argv, folder):
 
     folder.mkdir(parents=True, exist_ok=True)
     (accelerometer, gyroscope), y = test
-    with atomic_files.replacing(folder / "basic_motions_drrt.keras") as temp:
-        model.save(temp)
+    save_model(model, folder / "basic_motions_drrt.keras")
     with atomic_files.replacing(folder / "test_recordings.npz") as temp:
         np.savez_compressed(temp, accelerometer=accelerometer, gyroscope=gyroscope, labels=y)
     export.export_saved_model(model, folder / "basic_motions_drrt_savedmodel")

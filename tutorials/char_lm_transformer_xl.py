@@ -43,6 +43,7 @@ import numpy as np  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from keras_relrec import save_model  # noqa: E402
 from keras_relrec.layers import SegmentCacheTransformer  # noqa: E402
 from keras_relrec.layers import TransformerXL  # noqa: E402
 from keras_relrec.models import TransformerXLGenerator  # noqa: E402
@@ -181,8 +182,7 @@ def save(result, args, argv, folder, test_data):
 
     folder.mkdir(parents=True, exist_ok=True)
     model = stateless_copy(result, args)
-    with atomic_files.replacing(folder / "char_lm_transformer_xl.keras") as temp:
-        model.save(temp)
+    save_model(model, folder / "char_lm_transformer_xl.keras")
     export.export_saved_model(model, folder / "char_lm_transformer_xl_savedmodel", streaming=True)
     export.export_tflite(model, folder / "char_lm_transformer_xl.tflite")
     export.export_tflite(model, folder / "char_lm_transformer_xl_step.tflite", streaming=True)

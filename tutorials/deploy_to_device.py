@@ -37,6 +37,7 @@ import numpy as np  # noqa: E402
 from ai_edge_litert.interpreter import Interpreter  # noqa: E402
 
 from keras_relrec import export  # noqa: E402
+from keras_relrec import save_model  # noqa: E402
 from keras_relrec.datasets import load_japanese_vowels  # noqa: E402
 from keras_relrec.datasets.japanese_vowels import NUM_CLASSES  # noqa: E402
 from keras_relrec.layers import CoupledLSTMCell  # noqa: E402
@@ -117,8 +118,7 @@ def main(argv=None):
     out = pathlib.Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     keras_path = out / "speaker.keras"
-    with atomic_files.replacing(keras_path) as temp:
-        model.save(temp)
+    save_model(model, keras_path)
     # Calibrated on the training utterances streamed one after another, as a
     # device hears them: the states' ranges must hold over a long stream,
     # not only from a reset (the test stream below is the test utterances).

@@ -53,6 +53,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from keras_relrec import save_model  # noqa: E402
 from keras_relrec.datasets import load_japanese_vowels  # noqa: E402
 from keras_relrec.datasets.japanese_vowels import NUM_CLASSES  # noqa: E402
 from keras_relrec.models import nbof_classifier  # noqa: E402
@@ -142,8 +143,7 @@ def save(model, kind, accuracy, args, argv, folder):
     from keras_relrec import export
 
     folder.mkdir(parents=True, exist_ok=True)
-    with atomic_files.replacing(folder / "japanese_vowels_nbof.keras") as temp:
-        model.save(temp)
+    save_model(model, folder / "japanese_vowels_nbof.keras")
     # Temporal attention is over the 29 frames: fixed-length exports.
     export.export_saved_model(model, folder / "japanese_vowels_nbof_savedmodel",
                               dynamic_length=False)

@@ -44,6 +44,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from keras_relrec import save_model  # noqa: E402
 from keras_relrec.datasets import load_fi2010  # noqa: E402
 from keras_relrec.datasets import synthetic_lob  # noqa: E402
 from keras_relrec.models import class_weights  # noqa: E402
@@ -233,8 +234,7 @@ def main(argv=None):
         model, result = kept[(lob_name, "TABL")]
         folder = pathlib.Path(args.save_dir)
         folder.mkdir(parents=True, exist_ok=True)
-        with atomic_files.replacing(folder / "lob_tabl.keras") as temp:
-            model.save(temp)
+        save_model(model, folder / "lob_tabl.keras")
         export.export_saved_model(model, folder / "lob_tabl_savedmodel", dynamic_length=False)
         export.export_tflite(model, folder / "lob_tabl.tflite", dynamic_length=False)
         card = {

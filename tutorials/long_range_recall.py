@@ -46,6 +46,7 @@ import numpy as np  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from keras_relrec import save_model  # noqa: E402
 from keras_relrec.layers import SegmentCacheTransformer  # noqa: E402
 from keras_relrec.layers import TransformerXL  # noqa: E402
 from keras_relrec.utils import atomic_files  # noqa: E402
@@ -292,8 +293,7 @@ def save(model, result, args, argv, folder):
     from keras_relrec import export
 
     folder.mkdir(parents=True, exist_ok=True)
-    with atomic_files.replacing(folder / "long_range_recall_cache.keras") as temp:
-        model.save(temp)
+    save_model(model, folder / "long_range_recall_cache.keras")
     rng = np.random.default_rng(args.seed + 3)
     x, y, distance = streams(64, args.segments, list(range(args.segments - 1)), rng)
     # Multi-hot, so bytes hold them exactly.

@@ -37,6 +37,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from keras_relrec import save_model  # noqa: E402
 from keras_relrec.datasets import nth_farthest  # noqa: E402
 from keras_relrec.datasets.nth_farthest import PAPER  # noqa: E402
 from keras_relrec.datasets.nth_farthest import REDUCED  # noqa: E402
@@ -238,8 +239,7 @@ def main(argv=None):
 
         save = pathlib.Path(args.save_dir)
         save.mkdir(parents=True, exist_ok=True)
-        with atomic_files.replacing(save / "nth_farthest_rmc.keras") as temp:
-            rmc.save(temp)
+        save_model(rmc, save / "nth_farthest_rmc.keras")
         export.export_saved_model(rmc, save / "nth_farthest_rmc_savedmodel")
         export.export_tflite(rmc, save / "nth_farthest_rmc.tflite")
         # What the savedmodels test checks the files against.

@@ -50,6 +50,7 @@ import numpy as np  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from keras_relrec import save_model  # noqa: E402
 from keras_relrec.layers import RTransformerBlock  # noqa: E402
 from keras_relrec.utils import atomic_files  # noqa: E402
 from keras_relrec.utils import model_card  # noqa: E402
@@ -238,8 +239,7 @@ def save(model, run, test, args, argv, folder):
 
     folder.mkdir(parents=True, exist_ok=True)
     name = stem(args)
-    with atomic_files.replacing(folder / f"{name}.keras") as temp:
-        model.save(temp)
+    save_model(model, folder / f"{name}.keras")
     x, y = test
     with atomic_files.replacing(folder / "test_digits.npz") as temp:
         np.savez_compressed(temp, pixels=x, labels=y)

@@ -61,13 +61,20 @@ _SAVED_MODEL_ENTRIES = {"saved_model.pb", "saved_model.pbtxt", "variables", "ass
 
 
 def _check_replaceable(path):
+    """Refuses, before anything is written, a `path` that the swap would
+    replace although it is not a SavedModel: a file (or a link to one),
+    the current folder or a folder that holds anything else."""
     folder = pathlib.Path(os.path.realpath(path))
-    if not folder.is_dir():
-        return
-    others = sorted(entry.name for entry in folder.iterdir() if entry.name not in _SAVED_MODEL_ENTRIES)
-    if others or folder == pathlib.Path.cwd():
+    if folder.is_dir():
+        others = sorted(entry.name for entry in folder.iterdir() if entry.name not in _SAVED_MODEL_ENTRIES)
+        if not others and folder != pathlib.Path.cwd():
+            return
         what = f"a folder that holds {others[:3]}" if others else "the current folder"
-        raise ValueError(
-            f"Argument `path` must be a new folder, an empty one or an earlier SavedModel, which the export "
-            f"replaces whole; received path={str(path)!r}, {what}. Give a folder of its own."
-        )
+    elif folder.exists():
+        what = "an existing file (a SavedModel is a folder)"
+    else:
+        return
+    raise ValueError(
+        f"Argument `path` must be a new folder, an empty one or an earlier SavedModel, which the export "
+        f"replaces whole; received path={str(path)!r}, {what}. Give a folder of its own."
+    )

@@ -10,7 +10,9 @@ swapped in the same way: onto a free name by a rename, onto an existing
 folder by exchanging the two atomically (Linux `renameat2`); where the
 system lacks that, the old folder is renamed away first, so that a kill
 between the two renames leaves no folder at `path` (the old one stays
-beside it, under a hidden name).
+beside it, under a hidden name). A file never replaces a folder, nor a
+folder a file: the swap refuses (`IsADirectoryError`,
+`NotADirectoryError`) and leaves the target as it was.
 
 A group of files, `replacing(a, b)`, is replaced in the order given, one
 rename each: two renames cannot be one atomic step, so a reader that
@@ -70,6 +72,7 @@ def replacing(*paths):
     try:
         yield temps[0] if len(temps) == 1 else tuple(temps)
         for temp, target in zip(temps, targets):
+            _check_same_kind(temp, target)
             if target.is_file():  # a private file stays private
                 shutil.copymode(target, temp)
             _sync(temp)
@@ -93,6 +96,18 @@ def write_text(path, text):
     """Writes `text` to `path` atomically."""
     with replacing(path) as temp:
         temp.write_text(text)
+
+
+def _check_same_kind(temp, target):
+    """Refuses to put a folder where a file is, or a file where a folder is:
+    the swap would delete what is there."""
+    if not target.exists() or temp.is_dir() == target.is_dir():
+        return
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "a folder is there, which a file does not replace; remove it or "
+                                "write elsewhere", str(target))
+    raise NotADirectoryError(errno.ENOTDIR, "a file is there, which a folder does not replace; remove it or "
+                             "write elsewhere", str(target))
 
 
 def _replace(temp, target):

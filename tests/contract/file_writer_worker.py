@@ -6,9 +6,9 @@ and says on stdout `entered <pid>` (the writer opened
 Forking spares each run TensorFlow's import (seconds); nothing of
 TensorFlow runs in this process before the fork.
 
-WRITERS: {name: (its target files or folders, by name in the folder;
-write(folder, version))}. Every file the package writes is written by one
-of them: a new writer joins by one entry.
+WRITERS: {name: (its target files or folders, by name in the folder, a
+folder's without a suffix; write(folder, version))}. Every file the package
+writes is written by one of them: a new writer joins by one entry.
 """
 
 import contextlib
@@ -63,11 +63,10 @@ def _card(folder, version):
 
 
 def _keras_model(folder, version):
-    # The tutorials' and the demo's saved models.
-    from keras_relrec.utils import atomic_files
+    # The users', the tutorials' and the demo's saved models.
+    import keras_relrec
 
-    with atomic_files.replacing(folder / "model.keras") as temp:
-        _model(version).save(temp)
+    keras_relrec.save_model(_model(version), folder / "model.keras")
 
 
 WRITERS = {
@@ -76,8 +75,13 @@ WRITERS = {
     "export_saved_model": (["sm"], _saved_model),
     "keras-relrec export": (["c.tflite", "c.initial_state.npz"], _command),
     "model card": (["card.json"], _card),
-    "tutorials' .keras": (["model.keras"], _keras_model),
+    "save_model": (["model.keras"], _keras_model),
 }
+
+
+def is_folder(target):
+    """Whether a target of `WRITERS` is a folder (its name has no suffix)."""
+    return not pathlib.Path(target).suffix
 
 
 def _announce_writes():

@@ -3,7 +3,9 @@ each writer (`file_writer_worker.WRITERS`), over an existing good file, a
 child that writes is killed (SIGKILL) at random moments of its write; after
 each kill the target holds exactly the old version or exactly the new one,
 never a partial file or a mix, and whatever the writer left behind is
-hidden beside it, not under the target's name.
+hidden beside it, not under the target's name. Given an existing path of
+the other kind at its targets (a folder where it writes a file, a file
+where it writes a folder), each writer fails and leaves them as they were.
 
 The one state between old and new that two files cannot avoid (two
 renames are two steps): an export killed between them leaves the old
@@ -55,10 +57,10 @@ def _next(process, kinds):
             return words
 
 
-def _write(worker, writer, folder, version, kill_after=None):
+def _write(worker, writer, folder, version, kill_after=None, fails=False):
     """Runs `writer`; with `kill_after`, kills it that many seconds after it
-    opened its file. Returns whether it wrote through `atomic_files`, and
-    the seconds from there to its end."""
+    opened its file; with `fails`, it must fail. Returns whether it wrote
+    through `atomic_files`, and the seconds from there to its end."""
     worker.stdin.write(json.dumps({"writer": writer, "folder": str(folder), "version": version}) + "\n")
     entered, status = None, None
     while status is None:
@@ -74,7 +76,7 @@ def _write(worker, writer, folder, version, kill_after=None):
         elif words[0] == "exit":
             status = int(words[1])
     if kill_after is None:
-        assert status == 0, f"{writer} failed"
+        assert (status != 0) == fails, f"{writer} {'succeeded' if status == 0 else 'failed'}"
     return entered is not None, time.perf_counter() - (entered or 0)
 
 
@@ -136,3 +138,24 @@ def test_a_killed_writer_leaves_the_old_file_or_the_new(worker, writer, tmp_path
             _write(worker, writer, tmp_path, current)
         visible = {path.name for path in tmp_path.iterdir() if not path.name.startswith(".")}
         assert visible <= set(targets) | {"input_old.keras", "input_new.keras"}, visible
+
+
+@pytest.mark.parametrize("writer", list(file_writer_worker.WRITERS))
+def test_a_target_of_the_other_kind_is_refused_untouched(worker, writer, tmp_path):
+    """A writer never replaces a folder by a file or a file by a folder
+    (the swap would delete it): it fails, and what was there stays."""
+    targets = file_writer_worker.WRITERS[writer][0]
+    for target in targets:
+        if file_writer_worker.is_folder(target):
+            (tmp_path / target).write_text("mine")
+        else:
+            (tmp_path / target).mkdir()
+            (tmp_path / target / "mine.txt").write_text("mine")
+    before = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*"))
+    _write(worker, writer, tmp_path, "new", fails=True)
+    after = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*")
+                   if not path.name.startswith("input_"))  # the command's input
+    assert after == before
+    for target in targets:
+        kept = tmp_path / target if file_writer_worker.is_folder(target) else tmp_path / target / "mine.txt"
+        assert kept.read_text() == "mine"

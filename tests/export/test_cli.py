@@ -1,5 +1,6 @@
 """The `keras-relrec` command: export, inspect, and one-line failures."""
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -89,6 +90,10 @@ def test_export_quantized_with_calibration(saved, capsys, tmp_path, model, quant
         (["export", "{saved}/ok.keras", "--tflite", "{saved}/x.tflite", "--quantize", "int8"], "--calibration"),
         (["export", "{saved}/ok.keras", "--tflite", "{saved}/x.tflite", "--quantize", "int16x8"], "--calibration"),
         (["export", "{saved}/ok.keras"], "nothing to do"),
+        (["export", "{saved}/ok.keras", "--tflite", "{saved}/x.tflite", "--float-io"],
+         "--float-io applies with --quantize int8 or int16x8 alone"),
+        (["export", "{saved}/ok.keras", "--tflite", "{saved}/x.tflite", "--float-io", "--quantize", "float16"],
+         "--float-io applies with --quantize int8 or int16x8 alone"),
         (["export", "{saved}/odd.keras", "--tflite", "{saved}/x.tflite"], "layer 'odd_math' (Erfinv)"),
         (["inspect", "{saved}/ok.keras"], "not a readable .tflite file"),
         (["export", "{saved}/ok.keras", "--saved-model", "{saved}/a_file/sm"], "cannot write the SavedModel"),
@@ -104,6 +109,22 @@ def test_failures_exit_non_zero_with_one_line(saved, capsys, argv, reason):
     assert code == 1
     assert err.count("\n") == 1 and err.startswith("keras-relrec: error: ")
     assert reason in err
+
+
+def test_a_saved_model_over_a_file_is_refused_untouched(saved, capsys, tmp_path):
+    """A SavedModel is a folder: an existing file at the path, or a link to
+    one, stays as it was."""
+    mine = tmp_path / "mine.keras"
+    mine.write_bytes(b"keep")
+    (tmp_path / "link").symlink_to(mine)
+    for path in (mine, tmp_path / "link"):
+        code, out, err = run(["export", str(saved / "ok.keras"), "--saved-model", str(path)], capsys)
+        assert code == 1 and out == ""
+        assert err == (f"keras-relrec: error: Argument `path` must be a new folder, an empty one or an earlier "
+                       f"SavedModel, which the export replaces whole; received path={str(path)!r}, an existing file "
+                       "(a SavedModel is a folder). Give a folder of its own.\n")
+    assert mine.read_bytes() == b"keep" and (tmp_path / "link").is_symlink()
+    assert sorted(os.listdir(tmp_path)) == ["link", "mine.keras"]
 
 
 def test_unsafe_loads_a_file_with_python_code_and_warns(saved, capsys, tmp_path):

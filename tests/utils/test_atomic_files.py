@@ -64,6 +64,28 @@ def test_a_folder_is_swapped_in_whole(tmp_path, monkeypatch, exchange):
     assert os.listdir(tmp_path) == ["saved"]
 
 
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchanged", "renamed away"])
+def test_a_file_and_a_folder_never_replace_each_other(tmp_path, monkeypatch, exchange):
+    """What is there stays, and the temporary goes: the exchange of a
+    folder with a file would delete the file, a folder's mode would be a
+    file's."""
+    if not exchange:
+        monkeypatch.setattr(atomic_files, "_exchange", lambda first, second: False)
+    (tmp_path / "a_file").write_text("mine")
+    (tmp_path / "a_folder").mkdir()
+    (tmp_path / "a_folder" / "mine.txt").write_text("mine")
+    with pytest.raises(NotADirectoryError, match="a file is there.*a_file"), \
+            atomic_files.replacing(tmp_path / "a_file") as temp:
+        temp.mkdir()
+        (temp / "saved_model.pb").write_text("new")
+    with pytest.raises(IsADirectoryError, match="a folder is there.*a_folder"), \
+            atomic_files.replacing(tmp_path / "other.tflite", tmp_path / "a_folder") as (first, second):
+        first.write_text("new")
+        second.write_text("new")
+    assert sorted(os.listdir(tmp_path)) == ["a_file", "a_folder"]  # neither the first of the group
+    assert (tmp_path / "a_file").read_text() == "mine" and os.listdir(tmp_path / "a_folder") == ["mine.txt"]
+
+
 def test_nothing_to_replace_is_refused():
     with pytest.raises(ValueError, match="`paths`"), atomic_files.replacing():
         pass
