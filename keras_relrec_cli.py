@@ -80,6 +80,9 @@ def _problem(args):
         return "nothing to do: give --tflite OUT.tflite and/or --saved-model DIR"
     if (args.quantize in ("int8", "int16x8")) != bool(args.calibration):
         return "--quantize int8 and int16x8 need --calibration DATA.npy, and only they do"
+    if args.float_io and args.quantize not in ("int8", "int16x8"):
+        return ("--float-io applies with --quantize int8 or int16x8 alone (float inputs, outputs and states where "
+                "they would be integers); without them they are float already")
     for path in (args.model, args.calibration):
         if path and not pathlib.Path(path).is_file():
             return f"no such file: {path}"

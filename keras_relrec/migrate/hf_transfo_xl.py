@@ -42,6 +42,9 @@ empty memory. To compute what HF computes from `mems=None`, start from
 `initial_state=[zeros…, ones((batch, mem_len))]` (zeros that count).
 """
 
+import difflib
+import warnings
+
 import numpy as np
 
 from keras_relrec.layers import AdaptiveEmbedding
@@ -241,6 +244,17 @@ def load_hf_transfo_xl(model, state_dict, head=None):
     return not_loaded
 
 
+def _warn_of_misspellings(config, settings):
+    """Warns of each key of `config` that is not one of `settings` but
+    close to one (a config.json holds many keys HF reads elsewhere, which
+    are not warned of): its setting takes HF's default."""
+    for key in config:
+        if key not in settings and (close := difflib.get_close_matches(key, settings, n=1, cutoff=0.8)):
+            warnings.warn(
+                f"build_hf_transfo_xl: the config's key {key!r} is none of TransfoXL's settings and is not read; "
+                f"did you mean {close[0]!r}? (Left out, a setting takes HF's default.)", stacklevel=3)
+
+
 def build_hf_transfo_xl(config, segment_len, dtype=None):
     """A `TransformerXL` and its `AdaptiveSoftmax`, built to HuggingFace's
     TransfoXL configuration, ready for `load_hf_transfo_xl`.
@@ -271,6 +285,7 @@ def build_hf_transfo_xl(config, segment_len, dtype=None):
     # HF's names for the same settings (its attribute_map, and older files).
     aliases = {"n_token": "vocab_size", "hidden_size": "d_model", "num_attention_heads": "n_head",
                "num_hidden_layers": "n_layer", "tie_weight": "tie_word_embeddings"}
+    _warn_of_misspellings(config, [*HF_DEFAULTS, *aliases, "tie_projs", "proj_share_all_but_first"])
     config = {**HF_DEFAULTS, **{aliases.get(key, key): value for key, value in config.items()}}
     if config["sample_softmax"] > 0:
         raise ValueError("build_hf_transfo_xl: a sampled softmax (sample_softmax > 0) is not built; received "

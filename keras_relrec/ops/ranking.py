@@ -18,7 +18,7 @@ def top_k_indices(scores, k, valid=None):
         valid: Optional boolean (batch, n): the entries where it is false
             rank after every valid one, in index order, as −inf scores
             would (no −inf is formed: an int8 file could not hold its
-            range).
+            range). Entries whose score is NaN rank so too.
 
     Returns:
         (batch, k) int32 indices.
@@ -28,17 +28,20 @@ def top_k_indices(scores, k, valid=None):
         raise ValueError(f"Argument `k` must be an int in 1..{n} (the row's length); received k={k!r}.")
     column = ops.arange(n, dtype="int32")
     before = column[None, :] < column[:, None]  # [i, j]: j comes before i
-    # [b, i, j]: entry j ranks ahead of entry i.
-    ahead = ops.logical_or(scores[:, None, :] > scores[:, :, None],
-                           ops.logical_and(scores[:, None, :] == scores[:, :, None], before[None]))
-    if valid is not None:
-        # Valid entries by score, then the invalid ones by index.
-        valid = ops.cast(valid, "bool")
-        both_valid = ops.logical_and(valid[:, None, :], valid[:, :, None])
-        both_invalid = ops.logical_not(ops.logical_or(valid[:, None, :], valid[:, :, None]))
-        ahead = ops.logical_or(
-            ops.logical_or(ops.logical_and(both_valid, ahead), ops.logical_and(both_invalid, before[None])),
-            ops.logical_and(valid[:, None, :], ops.logical_not(valid[:, :, None])))
+    # A NaN score compares false with every score, so that no entry would
+    # rank ahead of it and several would share a place: NaN entries rank as
+    # invalid ones, after the others (x == x is false at NaN alone).
+    numbers = scores == scores
+    valid = numbers if valid is None else ops.logical_and(ops.cast(valid, "bool"), numbers)
+    # [b, i, j]: entry j ranks ahead of entry i: valid entries by score,
+    # then the invalid ones by index.
+    by_score = ops.logical_or(scores[:, None, :] > scores[:, :, None],
+                              ops.logical_and(scores[:, None, :] == scores[:, :, None], before[None]))
+    both_valid = ops.logical_and(valid[:, None, :], valid[:, :, None])
+    both_invalid = ops.logical_not(ops.logical_or(valid[:, None, :], valid[:, :, None]))
+    ahead = ops.logical_or(
+        ops.logical_or(ops.logical_and(both_valid, by_score), ops.logical_and(both_invalid, before[None])),
+        ops.logical_and(valid[:, None, :], ops.logical_not(valid[:, :, None])))
     # Counted in float32 (TFLite Micro sums float and small integer types
     # only), whole numbers compared within 0.5 (an int8 file rounds them).
     place = ops.sum(ops.cast(ahead, "float32"), axis=-1)  # (batch, n)

@@ -217,6 +217,13 @@ def check_same_batch(layer, inputs, names=("A", "B")):
         )
 
 
+def shapes_agree(shape, expected):
+    """Whether `shape` has the rank of `expected` and its sizes, where both
+    are known (None: unknown)."""
+    return len(shape) == len(expected) and all(
+        a is None or b is None or a == b for a, b in zip(shape, expected))
+
+
 def check_mask(layer, mask, inputs, name="mask"):
     """Raises `ValueError` unless `mask` (None passes) is (batch, steps) for
     `inputs` (batch, steps, …) — (batch, height, width) for a feature map
@@ -227,7 +234,7 @@ def check_mask(layer, mask, inputs, name="mask"):
         return
     axes = 3 if len(inputs.shape) == 4 else 2
     shape, expected = tuple(mask.shape), tuple(inputs.shape[:axes])
-    if len(shape) != axes or any(m is not None and e is not None and m != e for m, e in zip(shape, expected)):
+    if not shapes_agree(shape, expected):
         form = "(batch, height, width)" if axes == 3 else "(batch, steps)"
         raise ValueError(
             f"{type(layer).__name__} expects `{name}` of shape {form} = {expected} for inputs of shape "
@@ -237,14 +244,23 @@ def check_mask(layer, mask, inputs, name="mask"):
 
 
 def check_token_ids(layer, inputs, vocabulary_size, name="inputs"):
-    """Token ids out of 0 … vocabulary_size − 1 raise `ValueError` in an
-    eager call; under a trace they are assumed valid."""
+    """Token ids out of 0 … vocabulary_size − 1, and floats that are not
+    whole numbers (a float id that is whole is cast, as Keras' `Embedding`
+    casts it), raise `ValueError` in an eager call; under a trace they are
+    assumed valid."""
     ids = concrete_values(inputs)
     if ids is None or not ids.size:
         return
+    what = "" if name == "inputs" else f" in `{name}`"
+    fractional = ids[~np.isfinite(ids) | (ids != np.round(ids))] if np.issubdtype(ids.dtype, np.floating) else ids[:0]
+    if fractional.size:
+        raise ValueError(
+            f"{type(layer).__name__} expects whole-number token ids{what} (floats that are whole are cast to "
+            f"int32); received token id {fractional[0].item()!r} in a {ids.dtype.name} tensor. Give integer ids "
+            "(dtype int32 or int64)."
+        )
     bad = ids[(ids < 0) | (ids >= vocabulary_size)]
     if bad.size:
-        what = "" if name == "inputs" else f" in `{name}`"
         raise ValueError(
             f"{type(layer).__name__} expects token ids{what} in 0..{vocabulary_size - 1} "
             f"(vocabulary_size={vocabulary_size}), padding included; received token id {bad[0].item()}. "

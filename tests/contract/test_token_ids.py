@@ -1,9 +1,10 @@
 """Token ids, for every entry that embeds them (`Entry.vocabulary_size`):
 an eager call refuses ids below 0 or from vocabulary_size on with a
 `ValueError` naming the range and the id, where the embedding would wrap
-a negative id to its last row or fail in the backend's gather; under a
-trace (`predict`) ids are assumed valid, unchecked, as the layers
-document."""
+a negative id to its last row or fail in the backend's gather, and
+float ids that are not whole numbers, which a cast would truncate (whole
+ones are cast, as Keras' `Embedding` casts them); under a trace
+(`predict`) ids are assumed valid, unchecked, as the layers document."""
 
 import keras
 import numpy as np
@@ -33,6 +34,19 @@ def test_ids_out_of_the_vocabulary_are_refused_eagerly(entry):
         wrong = ids.copy()
         wrong[1, -1] = bad
         with pytest.raises(ValueError, match=rf"token ids in 0\.\.{size - 1} .*received token id {bad}\."):
+            layer(wrong)
+
+
+@token_entries
+def test_float_ids_count_only_when_whole(entry):
+    size = entry.vocabulary_size
+    ids = np.random.default_rng(2).integers(0, size, size=(2, entry.input_shapes[0][0]))
+    layer = entry.make_layer(vocabulary_size=size)
+    assert_close(layer(ids.astype("float32")), layer(ids.astype("int32")))
+    for bad in (0.5, np.nan):
+        wrong = ids.astype("float32")
+        wrong[1, -1] = bad
+        with pytest.raises(ValueError, match=rf"whole-number token ids .*received token id {bad!r} in a float32"):
             layer(wrong)
 
 

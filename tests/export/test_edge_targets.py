@@ -68,6 +68,67 @@ def integer_files(tmp_path_factory):
     return model, folder, summaries, float_path
 
 
+def _damaged(sidecar, how):
+    """`how` done to the `.initial_state.npz` at `sidecar` (its fingerprint
+    kept where the archive stays readable)."""
+    if how == "random bytes":
+        sidecar.write_bytes(np.random.default_rng(0).bytes(300))
+        return
+    if how == "truncated":
+        sidecar.write_bytes(sidecar.read_bytes()[:200])
+        return
+    entries = dict(np.load(sidecar))
+    first = next(name for name in entries if not name.startswith("_"))
+    if how == "a state missing":
+        del entries[first]
+    elif how == "a state too many":
+        entries["spare_state"] = entries[first]
+    else:  # a NaN state
+        entries[first] = np.full(entries[first].shape, np.nan, entries[first].dtype)
+    np.savez(sidecar, **entries)
+
+
+@pytest.mark.parametrize("how", ["random bytes", "truncated", "a state missing", "a state too many",
+                                 "a NaN state"])
+def test_a_damaged_initial_state_file_is_named_by_both_runners(integer_files, tmp_path, how):
+    """Both runners read the file beside a fixed-batch step through one
+    reader: a file they cannot use is a one-line ValueError that names it
+    and what is wrong, before any frame runs."""
+    _, _, _, float_path = integer_files
+    path = tmp_path / "float.tflite"
+    path.write_bytes(float_path.read_bytes())
+    sidecar = micro.initial_state_path(path)
+    sidecar.write_bytes(micro.initial_state_path(float_path).read_bytes())
+    _damaged(sidecar, how)
+    problem = {"random bytes": "is not a readable .npz", "truncated": "is not a readable .npz",
+               "a state missing": "it lacks", "a state too many": r"it holds \['spare_state'\], which the step",
+               "a NaN state": "holds a state that is not finite"}[how]
+    for runner in (Streamer, micro.MicroStreamer):
+        with pytest.raises(ValueError, match=re.escape(str(sidecar)) + ".*" + problem) as caught:
+            runner(path)
+        assert "\n" not in str(caught.value), runner
+
+
+def test_micro_streamer_names_the_batch_and_frames_it_was_given(integer_files):
+    _, _, _, float_path = integer_files
+    streamer = micro.MicroStreamer(float_path)
+    with pytest.raises(ValueError, match=re.escape(
+            f"Input 'frames' must have shape (1, time, {FEATURES}): the file's step takes a batch of 1 and frames "
+            f"of shape ({FEATURES},); received shape (2, 7, {FEATURES}); feed 1 stream(s) at a time, or export "
+            "with batch_size=2.")):
+        streamer.run(stream(7, batch=2))
+    with pytest.raises(ValueError, match=re.escape(f"received shape (1, 7, {FEATURES + 1}).")):
+        streamer.run(np.zeros((1, 7, FEATURES + 1), "float32"))
+
+
+def test_streamer_refuses_a_batch_of_no_streams(integer_files):
+    _, _, _, float_path = integer_files
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=rf"Argument `batch_size` must be a positive integer; received "
+                                             rf"batch_size={re.escape(repr(bad))}"):
+            Streamer(float_path, batch_size=bad)
+
+
 def test_fully_integer_step_keeps_int8_states(integer_files):
     model, folder, summaries, _ = integer_files
     summary = summaries["micro"]

@@ -3,6 +3,7 @@ only, dynamic batch and length, masking, streaming, quantization."""
 
 import gc
 import os
+import re
 
 import keras
 import numpy as np
@@ -348,6 +349,19 @@ def test_int8_calibration_on_non_finite_data_is_refused(bad, tmp_path):
     data[1, 2, 0] = bad
     with pytest.raises(ValueError, match=r"`representative_data` must hold finite values; input 'sequence' has 1 "):
         export_tflite(MODELS["lstm"](), tmp_path / "x.tflite", quantize="int8", representative_data=data)
+    assert not (tmp_path / "x.tflite").exists()
+
+
+@pytest.mark.parametrize("quantize", ["int8", "int16x8"])
+@pytest.mark.parametrize("shape", [(4, 5, D + 1), (4, 5), (4, 5, D, 1)], ids=["width", "no-features", "rank"])
+def test_calibration_of_another_shape_than_the_inputs_is_refused(quantize, shape, tmp_path):
+    """Named before the converter runs, whose own message names neither."""
+    data = np.zeros(shape, "float32")
+    with pytest.raises(ValueError, match=rf"`representative_data` must hold arrays of the model's input shape for "
+                                         rf"input 'sequence', \(examples, \?, {D}\); received an array of shape "
+                                         rf"{re.escape(str(shape))}\."):
+        export_tflite(MODELS["lstm"](), tmp_path / "x.tflite", quantize=quantize, representative_data=data,
+                      streaming=quantize == "int16x8")
     assert not (tmp_path / "x.tflite").exists()
 
 

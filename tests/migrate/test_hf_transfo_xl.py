@@ -11,6 +11,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -280,7 +281,9 @@ def test_an_hf_checkpoint_loads_end_to_end():
     config, loaded, it gives HF's log-probabilities, and generates with its
     memories, the first new token HF's most likely one."""
     config = json.loads((CHECKPOINT / "config.json").read_text())
-    backbone, head = build_hf_transfo_xl(config, segment_len=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # none of its keys is taken for a misspelling
+        backbone, head = build_hf_transfo_xl(config, segment_len=4)
     not_loaded = load_hf_transfo_xl(backbone, read_safetensors(CHECKPOINT / "model.safetensors"), head=head)
     assert not_loaded == ["transformer.pos_emb.inv_freq"]
     golden = np.load(GOLDENS / "transfo_xl_lm_wt103.npz")
@@ -306,3 +309,14 @@ def test_settings_a_config_leaves_out_take_hfs_defaults():
     assert head.tie_tables and head.tie_projections == [False, True, True, True]
     with pytest.raises(ValueError, match="tie_projs"):
         build_hf_transfo_xl({**config, "tie_projs": [True]}, segment_len=4)
+
+
+def test_a_misspelt_setting_is_named():
+    """A key close to one of TransfoXL's settings is not read: a warning
+    names it and the setting, which takes HF's default."""
+    config = {"n_token": 100, "cutoffs": [20, 40, 80], "d_model": 64, "d_embed": 64, "n_layers": 1, "n_head": 2,
+              "d_head": 8, "d_inner": 32, "mem_len": 6}
+    with pytest.warns(UserWarning, match=r"key 'n_layers' is none of TransfoXL's settings and is not read; did you "
+                                         r"mean 'n_layer'\?"):
+        backbone, _ = build_hf_transfo_xl(config, segment_len=4)
+    assert backbone.num_layers == 18

@@ -52,3 +52,35 @@ def test_files_that_are_not_safetensors_are_refused(tmp_path):
     path.write_bytes(path.read_bytes()[:-4])
     with pytest.raises(ValueError, match=r"offsets \[0, 16\]"):
         read_safetensors(path)
+
+
+def write_header(path, header, body):
+    text = json.dumps(header).encode()
+    path.write_bytes(len(text).to_bytes(8, "little") + text + body)
+    return path
+
+
+@pytest.mark.parametrize(("header", "size", "message"), [
+    ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+      "b": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, 8, r"tensor 'b' .*offsets \[0, 8\], which "
+                                                                      r"overlaps the bytes before 8"),
+    ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+      "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}}, 12, r"tensor 'b' .*which overlaps"),
+    ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}, 8, r"tensor 'a' .*which leaves bytes 0\.\.3 "
+                                                                       r"unused"),
+    ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, 8, r"end at byte 4 of its 8 bytes of data"),
+    ({"a": {"dtype": "F32", "shape": [1]}}, 4, r"tensor 'a' .*must be an object of dtype, shape and data_offsets"),
+    ({"a": {"dtype": "F32", "data_offsets": [0, 4]}}, 4, r"must be an object of dtype, shape and data_offsets"),
+    ({"a": "F32"}, 4, r"tensor 'a' .*must be an object of dtype, shape and data_offsets; received 'F32'"),
+    ({"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}, 4, r"has shape \[-1\]; a shape is a list"),
+    ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0]}}, 4, r"has data_offsets \[0\]; they are"),
+    ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}, 4, r"offsets \[0, 4\] that do not hold \(2,\)"),
+], ids=["same-bytes", "overlapping", "gap-before", "gap-after", "no-offsets", "no-shape", "a-string",
+        "negative-size", "one-offset", "size-of-another-shape"])
+def test_a_header_is_checked_as_the_format_specifies(tmp_path, header, size, message):
+    """Offsets in order, covering the data without overlap or gap, and
+    every entry whole: else a ValueError naming the file and the tensor."""
+    path = write_header(tmp_path / "m.safetensors", header, bytes(size))
+    with pytest.raises(ValueError, match=r"read_safetensors: .*" + message) as caught:
+        read_safetensors(path)
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)

@@ -79,6 +79,15 @@ def test_top_k_indices_orders_as_top_k_with_ties_infinities_and_invalid_entries(
                                   np.argsort(-scores, axis=-1, kind="stable"))
     with pytest.raises(ValueError, match=r"`k` must be an int in 1\.\.6 .*received k=7"):
         top_k_indices(scores, 7)
+    # NaN scores rank as invalid entries (after the numbers, by index): each
+    # index has one place, where NaN's false comparisons would give two
+    # entries the same place and leave another place empty.
+    with_nan = np.array([[0.5, np.nan, 2.0, np.nan, 1.0, 3.0], [np.nan] * 6], "float32")
+    np.testing.assert_array_equal(ops.convert_to_numpy(top_k_indices(with_nan, 6)),
+                                  [[5, 2, 4, 0, 1, 3], [0, 1, 2, 3, 4, 5]])
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(top_k_indices(with_nan, 3, valid=np.array([[True, True, False, True, True, True]] * 2))),
+        [[5, 4, 0], [0, 1, 2]])
     rng = np.random.default_rng(2)
     scores = rng.integers(0, 4, size=(5, 9)).astype("float32")
     np.testing.assert_array_equal(ops.convert_to_numpy(top_k_indices(scores, 9)),

@@ -15,6 +15,7 @@ from ai_edge_litert.interpreter import Interpreter
 
 from keras_relrec.export.tflite import quantization
 from keras_relrec.export.tflite.initial_state_file import read_initial_state
+from keras_relrec.utils import validation
 
 
 def _interpreter(path_or_content):
@@ -169,6 +170,7 @@ class Streamer:
     """
 
     def __init__(self, path_or_content, batch_size=1, real_values=True):
+        batch_size = validation.check_positive_int("batch_size", batch_size)
         self._interpreter = _interpreter(path_or_content)
         runner = self._interpreter.get_signature_runner("step")
         inputs, outputs = runner.get_input_details(), runner.get_output_details()
@@ -205,7 +207,7 @@ class Streamer:
             return states, chunk
         if isinstance(path_or_content, (str, pathlib.Path)):
             # A fixed-batch file: its batch_size was checked against the file's.
-            return read_initial_state(path_or_content)
+            return read_initial_state(path_or_content, names=self.state_names)
         raise ValueError("A file without an `initial_state` signature is read by path (its states lie beside it).")
 
     def reset(self, states=None):

@@ -127,8 +127,10 @@ class MicroStreamer:
     def __init__(self, path, arena_size=None, real_values=True):
         # Read once: the states are checked against the bytes that run.
         content = tflite_inspect.read_flatbuffer(path)
-        self.initial_state, self.chunk_length = read_initial_state(path, content)
         self.step = MicroInterpreter(content, "step", arena_size)
+        order = self.step.order
+        self.initial_state, self.chunk_length = read_initial_state(
+            path, content, names=[name for name in order["inputs"] if name in order["outputs"]])
         self.real_values = real_values
         self.params = {side: {name: quantization.parameters(detail) for name, detail in details.items()}
                        for side, details in (("in", self.step.input_details), ("out", self.step.output_details))}
@@ -146,6 +148,16 @@ class MicroStreamer:
             raise ValueError(
                 f"Input '{frame_name}' must have a time axis (axis 1) of a multiple of {step} steps; "
                 f"received shape {inputs.shape}."
+            )
+        frame_shape = tuple(int(d) for d in self.step.input_details[frame_name]["shape"])
+        per_step = frame_shape[1:] if self.chunk_length is None else frame_shape[2:]
+        if inputs.shape[0] != frame_shape[0] or inputs.shape[2:] != per_step:
+            expected = ", ".join(str(d) for d in (frame_shape[0], "time", *per_step))
+            fix = (f"; feed {frame_shape[0]} stream(s) at a time, or export with batch_size={inputs.shape[0]}"
+                   if inputs.shape[0] != frame_shape[0] else "")
+            raise ValueError(
+                f"Input '{frame_name}' must have shape ({expected}): the file's step takes a batch of "
+                f"{frame_shape[0]} and frames of shape {per_step}; received shape {inputs.shape}{fix}."
             )
         params = self.params
         if params["in"][frame_name] and self.real_values:

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_relrec.export.graph import endpoints
+from keras_relrec.utils import validation
 
 # Enough calibration examples for int8 ranges; more only slows conversion.
 MAX_CALIBRATION_EXAMPLES = 100
@@ -46,6 +47,15 @@ def _examples(plan, representative_data, batch_size=None):
                     f"Argument `representative_data` must hold finite values; input '{name}' has "
                     f"{array.size - np.isfinite(array).sum()} NaN or infinite values of {array.size}. Replace "
                     "them (padding with the model's mask value, e.g. np.nan_to_num(x)) or drop those examples."
+                )
+        for name, array in arrays.items():
+            # The converter's own message names neither the data nor the input.
+            expected = tuple(plan.inputs[name].shape)
+            if array.ndim != len(expected) or not validation.shapes_agree(array.shape[2:], expected[2:]):
+                raise ValueError(
+                    f"Argument `representative_data` must hold arrays of the model's input shape for input "
+                    f"'{name}', (examples, {', '.join('?' if d is None else str(d) for d in expected[1:])}); "
+                    f"received an array of shape {array.shape}."
                 )
         counts = {len(array) for array in arrays.values()}
         if len(counts) != 1:

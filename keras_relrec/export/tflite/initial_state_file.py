@@ -43,28 +43,53 @@ def write_initial_state(path, content, states, chunk_length):
     return sidecar
 
 
-def read_initial_state(path, content=None):
+def read_initial_state(path, content=None, names=None):
     """({state name: array}, the chunk length or None) from the file beside
     a streaming micro (or accelerator) file `path`; `content`, the file's
     bytes where the caller has read them, is what the fingerprint is
-    checked against (else `path` is read).
+    checked against (else `path` is read); `names`, the states the file's
+    step takes where the caller knows them.
 
     Raises:
-        ValueError: the file beside `path` was written for another version
-            of `path` (files of an older export carry no fingerprint and
-            are taken as they are).
+        ValueError: the file beside `path` is not an `.npz` (truncated,
+            or other bytes), holds a state that is not finite, lacks a
+            state of `names` or holds one that is not among them, or was
+            written for another version of `path` (files of an older
+            export carry no fingerprint and are taken as they are).
     """
-    sidecar = dict(np.load(initial_state_path(path)))
+    where = initial_state_path(path)
+    try:
+        with np.load(where, allow_pickle=False) as archive:
+            sidecar = {name: archive[name] for name in archive.files}
+    except FileNotFoundError:
+        raise
+    except Exception as error:  # NumPy's and zipfile's errors of a damaged file vary
+        raise ValueError(
+            f"{where} is not a readable .npz of initial states ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else 'no detail'}); export the model again."
+        ) from None
     recorded = sidecar.pop(FINGERPRINT_KEY, None)
     if content is None and recorded is not None:
         content = pathlib.Path(path).read_bytes()
     if recorded is not None and str(recorded) != _fingerprint(content):
         raise ValueError(
-            f"Argument `path`: {initial_state_path(path)} holds the initial states of another version of {path} "
+            f"Argument `path`: {where} holds the initial states of another version of {path} "
             "(an export stopped between writing the two, or files of different exports side by side); "
             "export the model again."
         )
     chunk = sidecar.pop(CHUNK_LENGTH_KEY, None)
+    if names is not None and set(names) != set(sidecar):
+        missing, extra = sorted(set(names) - set(sidecar)), sorted(set(sidecar) - set(names))
+        raise ValueError(
+            f"{where} must hold the states {sorted(names)} that the step of {path} takes"
+            + (f"; it lacks {missing}" if missing else "") + (f"; it holds {extra}, which the step does not take"
+                                                                if extra else "")
+            + ". Export the model again."
+        )
+    for name, value in sidecar.items():
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            raise ValueError(f"{where} holds a state that is not finite, {name!r} (NaN or infinity); the step would "
+                             "carry it along. Export the model again.")
     return sidecar, None if chunk is None else int(chunk)
 
 

@@ -290,6 +290,7 @@ class AdaptiveSoftmax(ClusterSettings, keras.layers.Layer):
             log_probs = ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
             return ops.cast(log_probs, self.compute_dtype)
         self._check_targets(inputs, targets)
+        _check_mask_shape(tuple(targets.shape), None if mask is None else tuple(mask.shape))
         targets = ops.cast(targets, "int32")
         cluster = sum(ops.cast(targets >= left, "int32") for left, _ in self.clusters.bounds[1:]) \
             if self.clusters.count > 1 else ops.zeros_like(targets)
@@ -336,9 +337,18 @@ def _check_targets_shape(inputs_shape, targets_shape, dtype="int32"):
     """Integer targets, one per position of inputs of `inputs_shape`: the
     rank, and each size where both are known."""
     expected = inputs_shape[:-1]
-    if "int" not in dtype or len(targets_shape) != len(expected) or any(
-            t is not None and e is not None and t != e for t, e in zip(targets_shape, expected)):
+    if "int" not in dtype or not validation.shapes_agree(targets_shape, expected):
         raise ValueError(
             f"AdaptiveSoftmax expects `targets` of integer token ids, shape {expected} (one per position of "
             f"inputs {inputs_shape}); received targets of dtype {dtype} and shape {targets_shape}."
+        )
+
+
+def _check_mask_shape(targets_shape, mask_shape):
+    """With targets, a mask of their shape (each size where both are
+    known): another would be broadcast, or fail in the backend."""
+    if mask_shape is not None and not validation.shapes_agree(mask_shape, targets_shape):
+        raise ValueError(
+            f"AdaptiveSoftmax expects `mask` of the targets' shape {targets_shape}, one boolean per position, true "
+            f"where its loss counts; received mask of shape {mask_shape}."
         )

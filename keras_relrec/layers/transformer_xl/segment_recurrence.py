@@ -111,7 +111,8 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             (features beyond about 1e18 overflow in the attention: see
             `RelativeMultiHeadAttention`).
         mask: Optional boolean (batch, steps), false for padding.
-        initial_state: Optional states to start from (the policy's).
+        initial_state: Optional states to start from (the policy's), taken in
+            the dtypes of `streaming_state_specs()`.
         training: Whether dropout is on.
 
     Returns:
@@ -390,7 +391,7 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
         return [outputs, *new_states] if self.return_state else outputs
 
     def streaming_step(self, inputs, states, mask=None):
-        return self._run(inputs, mask, list(states), False)
+        return self._run(inputs, mask, self._as_specified(list(states), "states"), False)
 
     def _warn_after_cut(self, steps):
         """Warns, once, of a stateful call that goes on from a call whose
@@ -420,14 +421,19 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
 
     def _initial_state(self, inputs, initial_state):
         if initial_state is not None:
-            initial_state = list(initial_state)
-            self._check_states(initial_state, "initial states")
+            initial_state = self._as_specified(list(initial_state), "initial states")
             validation.check_states_batch(self, inputs, initial_state)
             return initial_state
         if self.stateful:
             return state_variables.read(self, inputs)
         batch = axis_size(inputs, 0)
         return self.get_initial_state(batch)
+
+    def _as_specified(self, states, what):
+        """`states` (`what` they are, for an error) in the dtypes they keep
+        from segment to segment, after `_check_states`."""
+        self._check_states(states, what)
+        return [ops.cast(state, dtype) for (_, _, dtype), state in zip(self.streaming_state_specs(), states)]
 
     def _check_states(self, states, what):
         """The policy's states: their count and shapes."""
@@ -487,7 +493,31 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
             result = block(hidden, mask=mask, relative_biases=self._relative_biases(), training=training, **memory)
             # With a memory, a block returns its next memory too.
             hidden = result if memory.get("memory") is None else result[0]
-        return hidden, self._memory.update(states, layer_inputs, hidden, mask, steps)
+        return hidden, self._checked_update(self._memory.update(states, layer_inputs, hidden, mask, steps), hidden)
+
+    def _checked_update(self, new_states, hidden):
+        """The states a policy's `update` returned, refused unless they are
+        its `state_specs()`: as many, each of its shape (for the batch of
+        `hidden`, where known) and dtype, which the next segment's read and
+        a loop's carry take as they are."""
+        policy = type(self._memory).__name__
+        specs = self._memory.state_specs()
+        new_states = list(new_states)
+        if len(new_states) != len(specs):
+            raise ValueError(
+                f"The memory policy {policy}.update must return its {len(specs)} states "
+                f"{[name for name, _, _ in specs]} (its state_specs()); it returned {len(new_states)}."
+            )
+        for (name, shape, dtype), state in zip(specs, new_states):
+            expected = (hidden.shape[0], *shape)
+            got, want = (keras.backend.standardize_dtype(d) for d in (state.dtype, dtype))
+            if not validation.shapes_agree(tuple(state.shape), expected) or got != want:
+                raise ValueError(
+                    f"The memory policy {policy}.update must return state '{name}' of shape {expected} (batch "
+                    f"first) and dtype {want}, as its state_specs() give it; it returned shape "
+                    f"{tuple(state.shape)} and dtype {got}."
+                )
+        return new_states
 
     def _masked_segment(self, hidden, mask, states, steps, training):
         outputs, new_states = self._segment(hidden, mask, states, steps, training)

@@ -2,6 +2,8 @@
 NumPy (numpy_reference.py), the ties with the embedding, the loss on
 targets, and the checks of their arguments."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -209,6 +211,11 @@ def test_mistakes_in_calls_are_refused():
         softmax(keras.Input((5, D)), targets=keras.Input((4,), dtype="int32"))
     with pytest.raises(ValueError, match="targets"):
         softmax(keras.Input((5, D)), targets=keras.Input((5, 1), dtype="int32"))
+    # A mask of the targets' shape, not one that broadcasts or fails in the backend.
+    for mask in (np.ones((1, 3), bool), np.ones((2, 2), bool), np.ones((1, 2, 1), bool)):
+        with pytest.raises(ValueError, match=rf"`mask` of the targets' shape \(1, 2\).*received mask of shape "
+                                             rf"{re.escape(str(mask.shape))}"):
+            softmax(np.zeros((1, 2, D)), targets=np.zeros((1, 2), "int32"), mask=mask)
 
 
 def test_a_tied_embedding_not_yet_built_is_built_with_the_softmax():

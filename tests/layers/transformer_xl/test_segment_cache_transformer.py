@@ -349,3 +349,20 @@ def test_explored_recall_draws_from_alpha_in_training_only():
     np.testing.assert_allclose(counts, alpha[0], atol=0.04)  # α = (0, 0.27, 0.73)
     _, best = model.recall(query, keys, slot_mask)
     assert np.all(ops.convert_to_numpy(best) == 2)
+
+
+@pytest.mark.parametrize("query", ["standard", "causal", "compute_first"])
+def test_a_bad_value_in_one_sample_leaves_the_others_recall(query):
+    """NaN (or 1e30, which overflows to NaN in the summary) in one sample:
+    its scores over three filled slots are NaN, which compare false with
+    every score; the recall still ranks each slot once (NaN ones last), so
+    the other sample's outputs are those without it and no offset leaves
+    the table."""
+    layer = SegmentCacheTransformer(1, 2, 4, 8, 16, segment_len=3, num_slots=3, top_k=2, query=query)
+    x = np.random.default_rng(0).normal(size=(2, 15, 8)).astype("float32")
+    clean = np.asarray(layer(x))
+    for value in (np.nan, 1e30):
+        bad = x.copy()
+        bad[1, 4] = value
+        got = np.asarray(layer(bad))
+        np.testing.assert_allclose(got[0], clean[0], atol=1e-6)

@@ -128,6 +128,39 @@ def test_a_policy_must_answer_for_every_block():
         layer(np.zeros((1, L, D), "float32"))
 
 
+class WrongUpdate(PreviousSegment):
+    """`PreviousSegment` whose `update` returns what `wrong` makes of its
+    states: one too few, one of another shape or another dtype."""
+
+    def __init__(self, wrong, **kwargs):
+        super().__init__(**kwargs)
+        self.wrong = wrong
+
+    def update(self, states, layer_inputs, outputs, mask, steps):
+        new = super().update(states, layer_inputs, outputs, mask, steps)
+        if self.wrong == "count":
+            return new[:-1]
+        if self.wrong == "shape":
+            return [new[0][:, 1:]] + new[1:]
+        return [keras.ops.cast(new[0], "int32")] + new[1:]
+
+
+@pytest.mark.parametrize(("wrong", "message"), [
+    ("count", r"WrongUpdate\.update must return its 3 states \['previous_0', 'previous_1', 'previous_mask'\] "
+              r"\(its state_specs\(\)\); it returned 2\."),
+    ("shape", rf"WrongUpdate\.update must return state 'previous_0' of shape \(1, {L}, {D}\) \(batch first\) "
+              rf"and dtype float32, as its state_specs\(\) give it; it returned shape \(1, {L - 1}, {D}\) and "
+              r"dtype float32\."),
+    ("dtype", r"state 'previous_0' of shape .* and dtype float32, .*returned shape .* and dtype int32\."),
+])
+def test_a_policy_update_must_return_its_states_as_specified(wrong, message):
+    """Nothing else may go on to the next segment: a state left out, of
+    another shape (batch included) or of another dtype."""
+    layer = SegmentRecurrence(**BACKBONE, memory=WrongUpdate(wrong))
+    with pytest.raises(ValueError, match=message):
+        layer(np.zeros((1, 2 * L, D), "float32"))
+
+
 class WithPolicySettings:
     """`layer`'s attributes, and its memory policy's (mem_len, query,
     summary, ...), as the NumPy reference reads a preset's."""
