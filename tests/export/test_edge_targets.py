@@ -121,6 +121,26 @@ def test_micro_streamer_names_the_batch_and_frames_it_was_given(integer_files):
         streamer.run(np.zeros((1, 7, FEATURES + 1), "float32"))
 
 
+@pytest.mark.parametrize("how", ["random bytes", "empty", "truncated"])
+def test_every_runner_names_a_tflite_file_it_cannot_read(integer_files, tmp_path, how):
+    """The runners of `.tflite` files (LiteRT's and TFLM's, by frame and by
+    sequence): a file that does not read is a one-line ValueError naming
+    it, not the runtime's own message."""
+    _, _, _, float_path = integer_files
+    path = tmp_path / "float.tflite"
+    content = float_path.read_bytes()
+    path.write_bytes({"random bytes": np.random.default_rng(0).bytes(len(content)), "empty": b"",
+                      "truncated": content[: len(content) // 2]}[how])
+    x = stream(3)
+    runners = {"Streamer": lambda: Streamer(path), "run_streaming": lambda: run_streaming(path, x),
+               "run_sequence": lambda: run_sequence(path, x), "MicroStreamer": lambda: micro.MicroStreamer(path),
+               "micro.run_sequence": lambda: micro.run_sequence(path, x)}
+    for name, runner in runners.items():
+        with pytest.raises(ValueError, match=re.escape(f"{path} is not a readable .tflite file: ")) as caught:
+            runner()
+        assert "\n" not in str(caught.value), name
+
+
 def test_streamer_refuses_a_batch_of_no_streams(integer_files):
     _, _, _, float_path = integer_files
     for bad in (0, -1, 1.5, True):

@@ -8,11 +8,13 @@ was received. Both return a dict: `output` (or `output_<k>` for several)
 and, for streaming, the final states by name.
 """
 
+import errno
 import pathlib
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
+from keras_relrec.export.runtime import tflite_inspect
 from keras_relrec.export.tflite import quantization
 from keras_relrec.export.tflite.initial_state_file import read_initial_state
 from keras_relrec.utils import validation
@@ -21,9 +23,17 @@ from keras_relrec.utils import validation
 def _interpreter(path_or_content):
     if isinstance(path_or_content, Interpreter):
         return path_or_content
-    if isinstance(path_or_content, (bytes, bytearray)):
-        return Interpreter(model_content=bytes(path_or_content))
-    return Interpreter(model_path=str(pathlib.Path(path_or_content)))
+    content = isinstance(path_or_content, (bytes, bytearray))
+    if not content and not pathlib.Path(path_or_content).is_file():
+        raise FileNotFoundError(errno.ENOENT, "no such .tflite file", str(path_or_content))
+    try:
+        if content:
+            return Interpreter(model_content=bytes(path_or_content))
+        # By path: LiteRT maps the file, where reading it would hold it all.
+        return Interpreter(model_path=str(pathlib.Path(path_or_content)))
+    except ValueError as error:  # LiteRT's message names neither the file nor the fix
+        what = "Argument `path_or_content` (bytes)" if content else str(path_or_content)
+        raise tflite_inspect.unreadable(what, f"LiteRT says {' '.join(str(error).split())!r}") from None
 
 
 def _shape_text(signature):

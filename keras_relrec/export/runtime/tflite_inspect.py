@@ -135,7 +135,13 @@ def read_flatbuffer(path_or_content):
             return content
         except (struct.error, ValueError, IndexError):
             problem = f"truncated or corrupt: its tables point past its {size} bytes"
-    raise ValueError(
+    raise unreadable(what, problem)
+
+
+def unreadable(what, problem):
+    """The ValueError for a `.tflite` file (`what`: its path, or the
+    argument that held its bytes) that does not read, and why."""
+    return ValueError(
         f"{what} is not a readable .tflite file: {problem}. Give a .tflite file as export_tflite writes it (write "
         "it again if it was cut short)."
     )
