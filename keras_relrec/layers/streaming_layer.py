@@ -62,7 +62,10 @@ class StreamingLayer(abc.ABC):
     builtins-only TFLite) and may override the two optional members. Fed
     frame by frame (chunk by chunk) from the initial state, its
     `streaming_step` outputs must equal what its `call` gives on the whole
-    sequence.
+    sequence. The export refuses, naming the method and the state, a
+    `streaming_step` or `streaming_initial_state` whose states are not
+    those of `streaming_state_specs()`: as many, each of its shape and
+    dtype.
 
     A class that implements the three methods without subclassing counts as
     a `StreamingLayer` too (`isinstance` checks the methods, as

@@ -224,6 +224,27 @@ def shapes_agree(shape, expected):
         a is None or b is None or a == b for a, b in zip(shape, expected))
 
 
+def check_returned_states(method, states, specs, source):
+    """`states` that `method` (e.g. "FifoMemory.update") returned, as a
+    list, refused unless they are `specs`, [(name, shape batch first,
+    dtype)] from `source` (e.g. "state_specs()"): as many, each of its
+    shape (sizes where both are known) and dtype. The next step takes them
+    as they are: another count would pair states with the wrong names,
+    another dtype change the states' from step to step."""
+    states = list(states)
+    if len(states) != len(specs):
+        raise ValueError(f"{method} must return its {len(specs)} states {[name for name, _, _ in specs]} (its "
+                         f"{source}); it returned {len(states)}.")
+    for (name, shape, dtype), state in zip(specs, states):
+        got, want = (keras.backend.standardize_dtype(d) for d in (state.dtype, dtype))
+        if not shapes_agree(tuple(state.shape), tuple(shape)) or got != want:
+            raise ValueError(
+                f"{method} must return state '{name}' of shape {tuple(shape)} (batch first) and dtype {want}, as "
+                f"its {source} give it; it returned shape {tuple(state.shape)} and dtype {got}."
+            )
+    return states
+
+
 def check_mask(layer, mask, inputs, name="mask"):
     """Raises `ValueError` unless `mask` (None passes) is (batch, steps) for
     `inputs` (batch, steps, …) — (batch, height, width) for a feature map

@@ -214,3 +214,46 @@ def test_the_plan_prints_as_a_summary():
         "  sequence mode: no keras.layers.RNN (a layer that loops does so in its own call)",
         "  streaming: yes, 2 frames a step (a chunk)",
     ]
+
+
+class WrongStates(CausalConvolution):
+    """`CausalConvolution` whose `method` returns what `wrong` makes of its
+    states: one too many, one of another shape or another dtype."""
+
+    def __init__(self, method, wrong, **kwargs):
+        super().__init__(4, 3, **kwargs)
+        self.method, self.wrong = method, wrong
+
+    def _spoilt(self, states):
+        if self.wrong == "count":
+            return states + states
+        if self.wrong == "shape":
+            return [states[0][:, 1:]]
+        return [ops.cast(states[0], "int32")]
+
+    def streaming_initial_state(self, batch_size):
+        states = super().streaming_initial_state(batch_size)
+        return self._spoilt(states) if self.method == "streaming_initial_state" else states
+
+    def streaming_step(self, inputs, states, mask=None):
+        outputs, states = super().streaming_step(inputs, states, mask)
+        return outputs, self._spoilt(states) if self.method == "streaming_step" else states
+
+
+@pytest.mark.parametrize("method", ["streaming_step", "streaming_initial_state"])
+@pytest.mark.parametrize(("wrong", "message"), [
+    ("count", r"must return its 1 states \['conv_window'\] \(its streaming_state_specs\(\)\); it "
+              r"returned 2\."),
+    ("shape", r"must return state 'conv_window' of shape \(None, 2, 3\) \(batch first\) and dtype float32, as "
+              r"its streaming_state_specs\(\) give it; it returned shape \(.*, 1, 3\) and dtype float32\."),
+    ("dtype", r"must return state 'conv_window' of shape .* it returned shape .* and dtype int32\."),
+])
+def test_a_layer_of_ones_own_must_return_its_states_as_specified(method, wrong, message, tmp_path):
+    """A user's streaming layer whose step (or initial state) returns
+    states other than its specs: the export names the method and the state
+    before writing anything."""
+    inputs = keras.Input((None, 3), name="sequence")
+    model = keras.Model(inputs, WrongStates(method, wrong, name="conv")(inputs))
+    with pytest.raises(ValueError, match=rf"WrongStates\.{method} " + message):
+        export_tflite(model, tmp_path / "step.tflite", streaming=True)
+    assert not (tmp_path / "step.tflite").exists()

@@ -29,6 +29,7 @@ from keras_relrec.export.graph import model_graph
 from keras_relrec.export.graph import recurrent_loop
 from keras_relrec.ops import loops
 from keras_relrec.utils import keras_internals
+from keras_relrec.utils import validation
 
 
 def output_dict(outputs):
@@ -85,7 +86,7 @@ def step_fn(model, plan, check_batch=False):
             def call(sequences, mask, kwargs):
                 states = [inputs[n] for n in node.state_names]
                 output, updated = node.streamer.streaming_step(sequences, states, mask)
-                new_states.update(zip(node.state_names, updated))
+                new_states.update(zip(node.state_names, _as_specified(node, "streaming_step", updated)))
                 return output
 
             return call
@@ -138,13 +139,22 @@ def _checked_states(frame, frame_name, states):
     return checked
 
 
+def _as_specified(node, method, states):
+    """The states a stateful layer's `method` returned, refused unless they
+    are its `streaming_state_specs()`, which the file's signatures declare."""
+    specs = [(name, spec.shape, spec.dtype.name) for name, spec in node.state_specs.items()]
+    return validation.check_returned_states(f"{type(node.streamer).__name__}.{method}", states, specs,
+                                            "streaming_state_specs()")
+
+
 def initial_state_fn(plan):
     plan.require_streaming()
 
     def initial_state(batch_size):
         states = {}
         for node in plan.stateful:
-            states.update(zip(node.state_names, node.streamer.streaming_initial_state(batch_size)))
+            initial = node.streamer.streaming_initial_state(batch_size)
+            states.update(zip(node.state_names, _as_specified(node, "streaming_initial_state", initial)))
         return states
 
     return initial_state

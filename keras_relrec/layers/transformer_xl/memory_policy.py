@@ -27,7 +27,9 @@ class MemoryPolicy(keras.layers.Layer):
     - `update(states, layer_inputs, outputs, mask, steps)`: the states
       after the segment, from each block's input and the last one's
       output; the first `steps` positions belong to the sequence, the
-      rest is the padding of a call's last segment.
+      rest is the padding of a call's last segment. The recurrence
+      refuses, naming the state, states other than `state_specs()` (their
+      count, shapes with the batch first, dtypes).
 
     `runs_short_segments`: whether a call or streaming chunk of known
     length shorter than a segment runs as a segment of its own (the same

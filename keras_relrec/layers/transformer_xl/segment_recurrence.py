@@ -497,27 +497,11 @@ class SegmentRecurrence(keras.layers.Layer, StreamingLayer):
 
     def _checked_update(self, new_states, hidden):
         """The states a policy's `update` returned, refused unless they are
-        its `state_specs()`: as many, each of its shape (for the batch of
-        `hidden`, where known) and dtype, which the next segment's read and
-        a loop's carry take as they are."""
-        policy = type(self._memory).__name__
-        specs = self._memory.state_specs()
-        new_states = list(new_states)
-        if len(new_states) != len(specs):
-            raise ValueError(
-                f"The memory policy {policy}.update must return its {len(specs)} states "
-                f"{[name for name, _, _ in specs]} (its state_specs()); it returned {len(new_states)}."
-            )
-        for (name, shape, dtype), state in zip(specs, new_states):
-            expected = (hidden.shape[0], *shape)
-            got, want = (keras.backend.standardize_dtype(d) for d in (state.dtype, dtype))
-            if not validation.shapes_agree(tuple(state.shape), expected) or got != want:
-                raise ValueError(
-                    f"The memory policy {policy}.update must return state '{name}' of shape {expected} (batch "
-                    f"first) and dtype {want}, as its state_specs() give it; it returned shape "
-                    f"{tuple(state.shape)} and dtype {got}."
-                )
-        return new_states
+        its `state_specs()` (for the batch of `hidden`): the next segment's
+        read and a loop's carry take them as they are."""
+        specs = [(name, (hidden.shape[0], *shape), dtype) for name, shape, dtype in self._memory.state_specs()]
+        return validation.check_returned_states(f"The memory policy {type(self._memory).__name__}.update",
+                                                new_states, specs, "state_specs()")
 
     def _masked_segment(self, hidden, mask, states, steps, training):
         outputs, new_states = self._segment(hidden, mask, states, steps, training)
