@@ -11,6 +11,7 @@ import pytest
 
 import keras_relrec
 from keras_relrec.layers import PeepholeLSTMCell
+from tests.contract.file_writer_worker import shared_objects_numbered
 
 
 def small_model():
@@ -21,9 +22,11 @@ def small_model():
 
 def members(path):
     """The archive's entries and their bytes, but the save's time
-    (metadata.json)."""
+    (metadata.json), and config.json with Keras' shared objects' ids (their
+    addresses) numbered."""
     with zipfile.ZipFile(path) as archive:
-        return {name: archive.read(name) for name in archive.namelist() if name != "metadata.json"}
+        return {name: shared_objects_numbered(archive.read(name)) if name == "config.json" else archive.read(name)
+                for name in archive.namelist() if name != "metadata.json"}
 
 
 def test_the_file_is_the_one_model_save_writes(tmp_path):

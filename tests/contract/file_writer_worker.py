@@ -79,6 +79,21 @@ WRITERS = {
 }
 
 
+def shared_objects_numbered(config):
+    """A `.keras` file's config.json with Keras' `shared_object_id`s (the
+    `id()` of an object two parts of the model share, an address that
+    differs from save to save) numbered in their order instead."""
+    numbers = {}
+
+    def renumbered(value):
+        if isinstance(value, dict):
+            return {key: numbers.setdefault(item, len(numbers)) if key == "shared_object_id" else renumbered(item)
+                    for key, item in value.items()}
+        return [renumbered(item) for item in value] if isinstance(value, list) else value
+
+    return json.dumps(renumbered(json.loads(config)), sort_keys=True)
+
+
 def is_folder(target):
     """Whether a target of `WRITERS` is a folder (its name has no suffix)."""
     return not pathlib.Path(target).suffix

@@ -83,7 +83,8 @@ def _write(worker, writer, folder, version, kill_after=None, fails=False):
 def _fingerprint(path):
     """What a version of a target is; raises on a partial file. The parts a
     writer stamps with the time (a zip's dates, Keras' metadata.json, a
-    SavedModel's bytes) are left out."""
+    SavedModel's bytes) are left out, and the addresses Keras writes as
+    shared objects' ids numbered."""
     if not path.exists():
         return None
     if path.is_dir():
@@ -100,8 +101,9 @@ def _fingerprint(path):
         return sorted(str(file.relative_to(path)) for file in path.rglob("*") if file.is_file()), values
     if path.suffix in (".keras", ".npz"):
         with zipfile.ZipFile(path) as archive:
-            return {name: hashlib.sha256(archive.read(name)).hexdigest() for name in archive.namelist()
-                    if name != "metadata.json"}
+            return {name: file_writer_worker.shared_objects_numbered(archive.read(name)) if name == "config.json"
+                    else hashlib.sha256(archive.read(name)).hexdigest()
+                    for name in archive.namelist() if name != "metadata.json"}
     if path.suffix == ".json":
         return json.loads(path.read_text())
     return hashlib.sha256(path.read_bytes()).hexdigest()
