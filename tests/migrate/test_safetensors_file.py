@@ -19,9 +19,7 @@ def write(path, tensors, header_extra=None):
         data = np.ascontiguousarray(array).tobytes()
         header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
         offset, body = offset + len(data), body + data
-    text = json.dumps(header).encode()
-    path.write_bytes(len(text).to_bytes(8, "little") + text + body)
-    return path
+    return write_header(path, header, body)
 
 
 def test_every_dtype_reads_back(tmp_path):
@@ -55,6 +53,8 @@ def test_files_that_are_not_safetensors_are_refused(tmp_path):
 
 
 def write_header(path, header, body):
+    """A .safetensors file of `header` (as given, checked by no one) and
+    the data bytes `body`."""
     text = json.dumps(header).encode()
     path.write_bytes(len(text).to_bytes(8, "little") + text + body)
     return path

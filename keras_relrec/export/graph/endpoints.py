@@ -86,7 +86,7 @@ def step_fn(model, plan, check_batch=False):
             def call(sequences, mask, kwargs):
                 states = [inputs[n] for n in node.state_names]
                 output, updated = node.streamer.streaming_step(sequences, states, mask)
-                new_states.update(zip(node.state_names, _as_specified(node, "streaming_step", updated)))
+                new_states.update(zip(node.state_names, _returned_states(node, "streaming_step", updated)))
                 return output
 
             return call
@@ -139,7 +139,7 @@ def _checked_states(frame, frame_name, states):
     return checked
 
 
-def _as_specified(node, method, states):
+def _returned_states(node, method, states):
     """The states a stateful layer's `method` returned, refused unless they
     are its `streaming_state_specs()`, which the file's signatures declare."""
     specs = [(name, spec.shape, spec.dtype.name) for name, spec in node.state_specs.items()]
@@ -154,7 +154,7 @@ def initial_state_fn(plan):
         states = {}
         for node in plan.stateful:
             initial = node.streamer.streaming_initial_state(batch_size)
-            states.update(zip(node.state_names, _as_specified(node, "streaming_initial_state", initial)))
+            states.update(zip(node.state_names, _returned_states(node, "streaming_initial_state", initial)))
         return states
 
     return initial_state

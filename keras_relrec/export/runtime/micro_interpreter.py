@@ -129,8 +129,9 @@ class MicroStreamer:
         content = tflite_inspect.read_flatbuffer(path)
         self.step = MicroInterpreter(content, "step", arena_size)
         order = self.step.order
-        self.initial_state, self.chunk_length = read_initial_state(
-            path, content, names=[name for name in order["inputs"] if name in order["outputs"]])
+        self.state_names = [name for name in order["inputs"] if name in order["outputs"]]
+        (self.frame_name,) = [name for name in order["inputs"] if name not in self.state_names]
+        self.initial_state, self.chunk_length = read_initial_state(path, content, names=self.state_names)
         self.real_values = real_values
         self.params = {side: {name: quantization.parameters(detail) for name, detail in details.items()}
                        for side, details in (("in", self.step.input_details), ("out", self.step.output_details))}
@@ -138,9 +139,7 @@ class MicroStreamer:
     def run(self, inputs, states=None):
         """`inputs` (batch, time, ...) through the step from `states` (default
         the initial states): {"output": (batch, time, ...), final states}."""
-        order = self.step.order
-        state_names = [name for name in order["inputs"] if name in order["outputs"]]
-        (frame_name,) = [name for name in order["inputs"] if name not in state_names]
+        state_names, frame_name = self.state_names, self.frame_name
         states = dict(self.initial_state if states is None else states)
         inputs = np.asarray(inputs)
         step = self.chunk_length or 1
