@@ -181,7 +181,8 @@ class TransformerXLGenerator:
             tokens = keras.Input((length,), batch_size=batch, dtype="int32")
             states = [keras.Input(shape, batch_size=batch, dtype=dtype)
                       for _, shape, dtype in self.backbone.streaming_state_specs()]
-            return keras.Model([tokens, *states], _Step(self.backbone, self.head, last_only)(tokens, states))
+            step = _Step(self.backbone, self.head, last_only, dtype=self.backbone.dtype_policy)
+            return keras.Model([tokens, *states], step(tokens, states))
         return self._compiled(("step", batch, length, last_only), build)
 
     def step(self, tokens, states, last_only=False):
@@ -209,7 +210,10 @@ class TransformerXLGenerator:
             if mode == "segment":
                 inputs += [keras.Input((self.backbone.segment_len,), batch_size=batch, dtype="int32"),
                            keras.Input((1,), batch_size=batch, dtype="int32")]
-            generation = _Generation(self.backbone, self.head, mode, sampling, top_k)
+            # The wrappers take the backbone's policy: under the global one
+            # Keras would cast a float64 backbone's memories to float32.
+            generation = _Generation(self.backbone, self.head, mode, sampling, top_k,
+                                     dtype=self.backbone.dtype_policy)
             return keras.Model(inputs, generation(*inputs))
         return self._compiled(("generate", batch, count, mode, sampling, top_k, logits_dtype), build)
 

@@ -18,10 +18,9 @@ ATOL = 1e-10
 
 
 @contextlib.contextmanager
-def float64_policy():
-    """The float64 dtype policy, and on JAX 64-bit types, within the block;
-    the previous policy after it."""
-    previous = keras.config.dtype_policy()
+def float64_types():
+    """On JAX, 64-bit types within the block (TensorFlow has them always),
+    for layers of their own float64 dtype under any policy."""
     with contextlib.ExitStack() as stack:
         if keras.backend.backend() == "jax":
             import jax
@@ -31,6 +30,15 @@ def float64_policy():
             # Keras' type promotion maps float64 results to float32 on JAX
             # whatever x64 says (see keras_internals.float64_results).
             stack.enter_context(keras_internals.float64_results())
+        yield
+
+
+@contextlib.contextmanager
+def float64_policy():
+    """The float64 dtype policy, and on JAX 64-bit types, within the block;
+    the previous policy after it."""
+    previous = keras.config.dtype_policy()
+    with float64_types():
         keras.config.set_dtype_policy("float64")
         try:
             yield

@@ -9,15 +9,17 @@ import pytest
 from keras_relrec.layers import TransformerXL
 from keras_relrec.models import TransformerXLGenerator
 from tests.layers.float64 import float64_policy
+from tests.layers.float64 import float64_types
 
 VOCABULARY = 7
 
 
-def language_model(mem_len, segment_len=3):
+def language_model(mem_len, segment_len=3, dtype=None):
     backbone = TransformerXL(2, 2, 4, 8, 16, segment_len=segment_len, mem_len=mem_len,
                              vocabulary_size=VOCABULARY, embeddings_initializer="random_normal",
-                             bias_initializer="random_normal")
-    head = keras.layers.Dense(VOCABULARY, kernel_initializer=keras.initializers.RandomNormal(stddev=2.0))
+                             bias_initializer="random_normal", dtype=dtype)
+    head = keras.layers.Dense(VOCABULARY, kernel_initializer=keras.initializers.RandomNormal(stddev=2.0),
+                              dtype=dtype)
     head(backbone(np.zeros((1, 3), "int32")))
     return backbone, head
 
@@ -145,6 +147,23 @@ def test_float64_generates_what_the_streaming_step_chooses():
         for mode in ("token", "segment"):
             tokens = generator.generate(prompt, 4, mode=mode, sampling="sample", top_k=3, seed=1)
             assert tokens.dtype == np.int32 and tokens.max() < VOCABULARY
+
+
+@pytest.mark.jax
+def test_layers_of_their_own_float64_dtype_generate_in_float64():
+    """Layers built with dtype="float64" under the global float32 policy
+    (what `build_hf_transfo_xl(..., dtype="float64")` returns): the
+    generator's models keep the layers' dtype, where Keras would cast the
+    memories to float32 and the loop would refuse its carry. (On JAX with
+    64-bit types on: without them JAX has no float64.)"""
+    with float64_types():
+        backbone, head = language_model(mem_len=4, dtype="float64")
+        prompt = np.random.default_rng(8).integers(0, VOCABULARY, size=(2, 4))
+        generator = TransformerXLGenerator(backbone, head)
+        logits, states = generator.step(prompt, generator.initial_state(2))
+        assert logits.dtype == np.float64 and {s.dtype for s in states} >= {np.dtype("float64")}
+        np.testing.assert_array_equal(generator.generate(prompt, 5), greedy_by_steps(generator, prompt, 5))
+        greedy_under_the_whole_model(backbone, head, generator.generate(prompt, 5, mode="segment"), 4)
 
 
 def test_a_temperature_float32_cannot_hold_is_refused():
