@@ -90,6 +90,20 @@ def test_symbolic_eager_and_output_shape(entry):
         assert tuple(out_shape) == (x.shape[0], eager.shape[-1])
 
 
+# A layer whose first call is inside a traced function (a custom training
+# loop's `tf.function`, a subclassed model built by its first step) keeps
+# nothing of that trace: eagerly and in another trace it gives the same
+# outputs (a tensor made in `build` belongs to the graph it was built in).
+# One entry per family in make test, every entry in make check.
+@pytest.mark.parametrize("entry", one_per_family(ENTRIES))
+def test_first_built_inside_a_traced_function(entry):
+    layer = entry.make_layer()
+    x = entry.make_input()
+    traced = tf.function(lambda v: layer(v))(x)
+    assert_close(layer(x), traced)
+    assert_close(tf.function(lambda v: layer(v))(x), traced)
+
+
 # Gradients reach every trainable weight (that a fit step changes every
 # weight is checked with XLA, below).
 @entries
