@@ -27,3 +27,11 @@ def test_asinh_in_float16_does_not_overflow():
     x = np.array([-6e4, -300.0, -1.5, 0.3, 1.0, 2.0, 300.0, 6e4])
     y = ops.convert_to_numpy(asinh(ops.convert_to_tensor(x, "float16"))).astype("float64")
     np.testing.assert_allclose(y, np.arcsinh(x.astype("float16").astype("float64")), rtol=2e-3)
+
+
+def test_asinh_in_float64_is_float64_and_exact_far_out():
+    x = np.array([-1e300, -3e9, -1.5, -1e-12, 0.0, 2e-9, 0.7, 1.0, 1e9, 2.0**30, 2.0**31, 1e300])
+    y = asinh(ops.convert_to_tensor(x, "float64"))
+    assert ops.dtype(y) == "float64"
+    # log(m + √(m² + 1)) near 0 is log(1 + m): exact to float64's 1e-16 absolutely.
+    np.testing.assert_allclose(ops.convert_to_numpy(y), np.arcsinh(x), rtol=1e-15, atol=2e-16)
