@@ -31,6 +31,7 @@ for a few test streams the segments it recalled and their α.
 """
 
 import argparse
+import itertools
 import json
 import os
 import pathlib
@@ -160,18 +161,21 @@ def by_distance(model, args, rng, probe=None):
     layers take any length): the accuracy and, with the cache's `probe`,
     how often the question segment recalls the facts segment."""
     n = args.test_per_distance
-    drawn = {}
-    for distance in range(args.slots + 3):
-        segments = max(args.segments, distance + 2)
-        drawn[distance] = (segments, *streams(n, segments, [distance], rng)[:2])
+
+    def length(distance):
+        return max(args.segments, distance + 2)
+
+    distances = range(args.slots + 3)
+    # Drawn one distance after another (the seed's streams), then the
+    # distances whose streams have one length answered in one call: an
+    # eager call of the segment loop costs about as much for a few streams
+    # as for several times more.
+    drawn = [streams(n, length(d), [d], rng)[:2] for d in distances]
     accuracy, recalled = {}, {}
-    # The distances whose streams have one length are answered in one
-    # call: a call of the segment loop costs about as much for 8 streams
-    # as for 32 (the streams are drawn one distance after another, as before).
-    for segments in sorted({s for s, _, _ in drawn.values()}):
-        group = [d for d, (s, _, _) in drawn.items() if s == segments]
-        x = np.concatenate([drawn[d][1] for d in group])
-        correct = answer(model, x) == np.concatenate([drawn[d][2] for d in group])
+    for segments, group in itertools.groupby(distances, key=length):
+        group = list(group)
+        x = np.concatenate([drawn[d][0] for d in group])
+        correct = answer(model, x) == np.concatenate([drawn[d][1] for d in group])
         chosen = question_recall(probe, model, args, x)[0] if probe is not None else None
         for k, distance in enumerate(group):
             rows = slice(k * n, (k + 1) * n)
