@@ -18,6 +18,7 @@ from keras_relrec.models.recipes import Recipe
 from keras_relrec.models.recipes import builder_spec
 from keras_relrec.models.recipes import normalization_statistics
 from keras_relrec.models.recipes import recipe_for
+from keras_relrec.models.recipes import resolve_jit_compile
 from keras_relrec.models.recipes import split_channels
 from keras_relrec.models.recipes import train_classifier
 from keras_relrec.models.recipes import warp_series

@@ -168,6 +168,8 @@ class BuilderSpec:
             that train by a recipe of their own.
         paired: Whether the builder takes two inputs (`x` a list of two);
             its `front_end` is None (it has none).
+        xla: Whether `train_classifier(..., jit_compile="auto")` may train
+            it with XLA (`resolve_jit_compile`).
     """
 
     build: object
@@ -176,6 +178,7 @@ class BuilderSpec:
     recipe: Recipe
     front_end_recipes: tuple = ()
     paired: bool = False
+    xla: bool = True
 
     def recipe_for(self, kind):
         """The `Recipe` for the resolved front-end `kind`."""
@@ -198,7 +201,10 @@ BUILDERS = (
     BuilderSpec(nbof_classifier, _nbof, "kernels", KERNELS_RECIPE,
                 tuple((front_end, Recipe(gradient_steps=4000)) for front_end in ("conv", "window", None))),
     BuilderSpec(recurrent_nbof_classifier, _recurrent_nbof, "auto", Recipe(), (("kernels", KERNELS_RECIPE),)),
-    BuilderSpec(tabl_network, _tabl, "auto", Recipe(), (("kernels", KERNELS_RECIPE),)),
+    # TABL's few matrix products gain nothing from XLA that repays its
+    # compile (benchmarks/RESULTS.md, "XLA or the graph in
+    # `train_classifier`").
+    BuilderSpec(tabl_network, _tabl, "auto", Recipe(), (("kernels", KERNELS_RECIPE),), xla=False),
     BuilderSpec(drrt_classifier, _drrt, None, Recipe(), paired=True),
 )
 
@@ -208,6 +214,28 @@ RECIPES = types.MappingProxyType({spec.build: (spec.make, spec.recipe) for spec 
 FRONT_END_RECIPES = types.MappingProxyType(
     {(spec.build, kind): recipe for spec in BUILDERS for kind, recipe in spec.front_end_recipes}
 )
+
+
+# XLA's compile (seconds) repays itself on TensorFlow's CPU only over many
+# updates of large batches; below these the graph finishes first
+# (benchmarks/RESULTS.md, "XLA or the graph in `train_classifier`").
+XLA_MIN_UPDATES = 300
+XLA_MIN_BATCH_VALUES = 4000
+
+
+def resolve_jit_compile(jit_compile, spec, xs, batch_size, updates):
+    """The `jit_compile` that `train_classifier` compiles with: `True` or
+    `False` as given; for `"auto"` on TensorFlow, XLA where the builder
+    allows it (`spec` None for a function of one's own, or `spec.xla`) and
+    training runs at least `XLA_MIN_UPDATES` updates of batches of at
+    least `XLA_MIN_BATCH_VALUES` values (`batch_size` × steps × features,
+    summed over the inputs `xs`), TensorFlow's graph otherwise; Keras'
+    `"auto"` on the other backends."""
+    validation.check_choice("jit_compile", jit_compile, validation.JIT_COMPILE)
+    if jit_compile != "auto" or keras.backend.backend() != "tensorflow":
+        return jit_compile
+    values = batch_size * sum(math.prod(part.shape[1:]) for part in xs)
+    return bool((spec is None or spec.xla) and updates >= XLA_MIN_UPDATES and values >= XLA_MIN_BATCH_VALUES)
 
 
 def builder_spec(builder):
@@ -386,7 +414,7 @@ def _warped_batches(xs, y, weights, batch_size, epochs, mask_value, warp, seed):
             yield _as_model_input(x), y[take], weights[take]
 
 
-def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, recipe=None, jit_compile=True,
+def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, recipe=None, jit_compile="auto",
                      verbose=0, channel_groups=None, **kwargs):
     """Builds a classifier with `builder` and trains it with the builder's
     recipe (its `BuilderSpec` in `BUILDERS`: `recipe`, or one of
@@ -423,9 +451,11 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         mask_value: The padding value, or None for sequences of one length.
         seed: Seed of the split, the weights, k-means and dropout.
         recipe: A `Recipe` to use instead of the builder's.
-        jit_compile: Whether training is compiled by XLA (default True: on
-            CPU, Keras' "auto" leaves it off, and these small models train
-            several times faster with it).
+        jit_compile: Whether training is compiled by XLA: True, False, or
+            "auto" (default): on TensorFlow, XLA where many updates of
+            large batches repay its compile and TensorFlow's graph
+            otherwise (`resolve_jit_compile`); Keras' "auto" on JAX and
+            PyTorch.
         verbose: Passed to `fit`.
         channel_groups: Groups of channel indices that split one
             multivariate `x` into the inputs of a model of several
@@ -437,6 +467,7 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
         epoch where part of the data was held out (its last weights
         otherwise), and the `fit` history.
     """
+    validation.check_choice("jit_compile", jit_compile, validation.JIT_COMPILE)
     if not callable(builder):
         names = ", ".join(spec.build.__name__ for spec in BUILDERS)
         raise ValueError(
@@ -483,13 +514,13 @@ def train_classifier(builder, x, y, num_classes=None, mask_value=None, seed=0, r
     repeats, batch_size, epochs = recipe.plan(len(fit))
     x_fit = [np.tile(part, (repeats, 1, 1)) for part in fitted]
     y_fit = np.tile(y[fit], repeats)
-    schedule = keras.optimizers.schedules.CosineDecay(
-        recipe.learning_rate, epochs * math.ceil(len(y_fit) / batch_size))
+    updates = epochs * math.ceil(len(y_fit) / batch_size)
+    schedule = keras.optimizers.schedules.CosineDecay(recipe.learning_rate, updates)
     model.compile(
         optimizer=keras.optimizers.AdamW(schedule, weight_decay=recipe.weight_decay),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
-        jit_compile=jit_compile,
+        jit_compile=resolve_jit_compile(jit_compile, spec, x_fit, batch_size, updates),
     )
     build_training_state(model, _as_model_input([part[:batch_size] for part in x_fit]), y_fit[:batch_size],
                          np.ones(batch_size, np.float32))

@@ -9,7 +9,6 @@ from keras_relrec.utils import validation
 
 MODES = ("token", "segment")
 SAMPLINGS = ("greedy", "sample")
-JIT_COMPILE = ("auto", True, False)
 
 
 class _Step(keras.layers.Layer):
@@ -164,7 +163,7 @@ class TransformerXLGenerator:
                 f"e.g. keras.layers.Dense(vocabulary_size); received head={head!r}."
             )
         self.backbone, self.head = backbone, head
-        self.jit_compile = validation.check_choice("jit_compile", jit_compile, JIT_COMPILE)
+        self.jit_compile = validation.check_choice("jit_compile", jit_compile, validation.JIT_COMPILE)
         self._models = {}
 
     def _compiled(self, key, build):

@@ -73,6 +73,10 @@ def check_warp(name, value):
     return float(value)
 
 
+# The values of a `jit_compile` argument, Keras' own.
+JIT_COMPILE = ("auto", True, False)
+
+
 def check_choice(name, value, choices):
     # Exact types: True == 1 and 1.0 == 1 must not pass for the choice 1.
     if not any(value == c and type(value) is type(c) for c in choices):

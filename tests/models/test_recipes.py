@@ -17,12 +17,15 @@ from keras_relrec.models import nbof_classifier
 from keras_relrec.models import normalization_statistics
 from keras_relrec.models import recipe_for
 from keras_relrec.models import recurrent_nbof_classifier
+from keras_relrec.models import resolve_jit_compile
 from keras_relrec.models import sequence_inputs
 from keras_relrec.models import tabl_network
 from keras_relrec.models import train_classifier
 from keras_relrec.models.front_end import RECURRENT_MAX_STEPS
 from keras_relrec.models.front_end import resolve_front_end
 from keras_relrec.models.recipes import RECURRENT_KERNELS_CODEWORDS
+from keras_relrec.models.recipes import XLA_MIN_BATCH_VALUES
+from keras_relrec.models.recipes import XLA_MIN_UPDATES
 from keras_relrec.models.recipes import _front_end
 from keras_relrec.models.recipes import front_end_max_steps
 from keras_relrec.models.recipes import stratified_split
@@ -80,10 +83,40 @@ def test_the_recipe_trains_a_model_of_ones_own():
     x_test, y_test = ramps(64, seed=1)
     x[::3, 20:] = x_test[::3, 20:] = -1e4
     model, _ = train_classifier(lstm_behind_the_front_end, x, y, mask_value=-1e4, seed=0,
-                                recipe=Recipe(gradient_steps=120), jit_compile=False)
+                                recipe=Recipe(gradient_steps=120))
+    if keras.backend.backend() == "tensorflow":
+        # "auto": 120 updates do not repay XLA's compile.
+        assert model.jit_compile is False
     assert model.get_layer("normalization").mean.shape[-1] == 1
     accuracy = np.mean(model.predict(x_test, verbose=0).argmax(-1) == y_test)
     assert accuracy >= 0.9, accuracy
+
+
+def test_auto_compiles_with_xla_where_the_fit_repays_the_compile():
+    """`jit_compile="auto"` on TensorFlow: XLA from `XLA_MIN_UPDATES`
+    updates of `XLA_MIN_BATCH_VALUES` values (all inputs counted), never
+    for a builder that opts out; the graph otherwise; what is given
+    otherwise."""
+    spec = builder_spec(nbof_classifier)
+    large = [np.zeros((1, 250, 1))]                       # 16 × 250 = 4,000 values a batch
+    paired = [np.zeros((1, 100, 1)), np.zeros((1, 150, 1))]
+    if keras.backend.backend() != "tensorflow":
+        assert resolve_jit_compile("auto", spec, large, 16, XLA_MIN_UPDATES) == "auto"
+        return
+    assert XLA_MIN_BATCH_VALUES == 16 * 250
+    assert resolve_jit_compile("auto", spec, large, 16, XLA_MIN_UPDATES) is True
+    assert resolve_jit_compile("auto", None, paired, 16, XLA_MIN_UPDATES) is True
+    assert resolve_jit_compile("auto", spec, large, 16, XLA_MIN_UPDATES - 1) is False
+    assert resolve_jit_compile("auto", spec, large, 15, XLA_MIN_UPDATES) is False
+    assert resolve_jit_compile("auto", builder_spec(tabl_network), large, 16, 10 * XLA_MIN_UPDATES) is False
+    assert resolve_jit_compile(True, spec, large, 1, 1) is True
+    assert resolve_jit_compile(False, spec, large, 16, 10 * XLA_MIN_UPDATES) is False
+
+
+def test_jit_compile_is_checked_before_any_work():
+    x, y = ramps(8)
+    with pytest.raises(ValueError, match=r"jit_compile.*received jit_compile='xla'"):
+        train_classifier(nbof_classifier, x, y, jit_compile="xla")
 
 
 def test_recipe_plan_follows_the_data_size():
