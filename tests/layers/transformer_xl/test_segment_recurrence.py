@@ -196,9 +196,9 @@ def test_matches_the_equations(memory, reference, precision):
 SMALL = {**BACKBONE, "num_layers": 1, "hidden_dim": 4, "intermediate_dim": 4}
 
 
-def traced_segments(layer, x, training=False, within=None, jit_compile=False):
-    """How many segments `layer`'s compiled call (`predict_step`, or
-    `train_step` with `training`) traces for `x`, and the model."""
+def counted_segments(layer):
+    """A list that grows by one at each trace (or eager run) of `layer`'s
+    segment."""
     count = []
     run = layer._masked_segment
 
@@ -207,6 +207,13 @@ def traced_segments(layer, x, training=False, within=None, jit_compile=False):
         return run(*args, **kwargs)
 
     layer._masked_segment = counted
+    return count
+
+
+def traced_segments(layer, x, training=False, within=None, jit_compile=False):
+    """How many segments `layer`'s compiled call (`predict_step`, or
+    `train_step` with `training`) traces for `x`, and the model."""
+    count = counted_segments(layer)
     inputs = keras.Input(x.shape[1:])
     model = keras.Model(inputs, layer(inputs))
     del count[:]  # the symbolic call of the functional model
@@ -241,15 +248,17 @@ def test_training_segments_share_one_trace_in_the_graph():
     the count; under XLA each is traced: `test_training_unrolls_and_draws`);
     the steps are the eager steps."""
     x = segments(3)[:, :-1]  # two full segments and a short one
-    assert traced_segments(TransformerXL(**SMALL, mem_len=2), x, training=True)[0] == 2
     for stateful in (False, True):  # a stateful layer's states are variables
         models = [keras.Sequential([keras.Input(x.shape[1:], batch_size=len(x)),
                                     TransformerXL(**SMALL, mem_len=2, stateful=stateful)]) for _ in range(2)]
         models[1].set_weights(models[0].get_weights())
+        count = counted_segments(models[0].layers[-1])
         for model, run_eagerly in zip(models, (False, True)):
             model.compile(optimizer="sgd", loss="mse", run_eagerly=run_eagerly)
             for _ in range(2):
                 model.train_on_batch(x, np.ones(x.shape, "float32"))
+        # Two steps of the graph: one trace of each segment length.
+        assert len(count) == 2, stateful
         for graph, eager in zip(*(model.get_weights() for model in models)):
             np.testing.assert_allclose(graph, eager, rtol=1e-5, atol=1e-6)
 
